@@ -1,0 +1,149 @@
+// Tile IR data structures: the op table, attributes, the builder.
+#include "ir/ir.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tilec {
+
+static const OpInfo kOpInfos[] = {
+#define TILEC_OP(name, mnemonic, operands, results, regions, flags)                                \
+  {mnemonic, operands, results, regions, flags},
+#include "ir/ops.def"
+#undef TILEC_OP
+};
+
+const OpInfo &opInfo(OpKind kind) { return kOpInfos[(int)kind]; }
+
+bool opKindFromMnemonic(const std::string &mnemonic, OpKind *kind) {
+  for (size_t i = 0; i < sizeof(kOpInfos) / sizeof(kOpInfos[0]); ++i) {
+    if (mnemonic == kOpInfos[i].mnemonic) {
+      *kind = (OpKind)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+Value *Block::addArg(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->owner = this;
+  v->index = (int)args.size();
+  args.push_back(std::move(v));
+  return args.back().get();
+}
+
+void Op::setAttr(const std::string &name, Attr value) {
+  auto it = std::lower_bound(attrs.begin(), attrs.end(), name,
+                             [](const auto &a, const std::string &n) { return a.first < n; });
+  if (it != attrs.end() && it->first == name) {
+    it->second = std::move(value);
+    return;
+  }
+  attrs.insert(it, {name, std::move(value)});
+}
+
+const Attr *Op::attr(const std::string &name) const {
+  for (const auto &a : attrs)
+    if (a.first == name)
+      return &a.second;
+  return nullptr;
+}
+
+int64_t Op::intAttr(const std::string &name, int64_t fallback) const {
+  const Attr *a = attr(name);
+  if (a && std::holds_alternative<int64_t>(*a))
+    return std::get<int64_t>(*a);
+  return fallback;
+}
+
+double Op::floatAttr(const std::string &name, double fallback) const {
+  const Attr *a = attr(name);
+  if (!a)
+    return fallback;
+  if (std::holds_alternative<double>(*a))
+    return std::get<double>(*a);
+  if (std::holds_alternative<int64_t>(*a))
+    return (double)std::get<int64_t>(*a);
+  return fallback;
+}
+
+std::vector<int64_t> Op::intsAttr(const std::string &name) const {
+  const Attr *a = attr(name);
+  if (a && std::holds_alternative<std::vector<int64_t>>(*a))
+    return std::get<std::vector<int64_t>>(*a);
+  return {};
+}
+
+std::string Op::strAttr(const std::string &name, const std::string &fallback) const {
+  const Attr *a = attr(name);
+  if (a && std::holds_alternative<std::string>(*a))
+    return std::get<std::string>(*a);
+  return fallback;
+}
+
+Function::Function() : body(std::make_unique<Block>()) {}
+
+static void numberBlock(Block &block, int &next) {
+  for (auto &arg : block.args)
+    arg->id = next++;
+  for (auto &op : block.ops) {
+    for (auto &r : op->results)
+      r->id = next++;
+    for (auto &region : op->regions)
+      numberBlock(*region, next);
+  }
+}
+
+int Function::renumber() {
+  int next = 0;
+  numberBlock(*body, next);
+  numValues = next;
+  return next;
+}
+
+Op *Builder::create(OpKind kind, std::vector<Value *> operands, std::vector<Type> resultTypes,
+                    int numRegions) {
+  auto op = std::make_unique<Op>();
+  op->kind = kind;
+  op->operands = std::move(operands);
+  op->loc = loc_;
+  op->parent = block_;
+  for (size_t i = 0; i < resultTypes.size(); ++i) {
+    auto v = std::make_unique<Value>();
+    v->type = std::move(resultTypes[i]);
+    v->def = op.get();
+    v->index = (int)i;
+    op->results.push_back(std::move(v));
+  }
+  for (int i = 0; i < numRegions; ++i) {
+    auto b = std::make_unique<Block>();
+    b->parent = op.get();
+    op->regions.push_back(std::move(b));
+  }
+  block_->ops.push_back(std::move(op));
+  return block_->ops.back().get();
+}
+
+Value *Builder::constInt(int64_t v, Type t) {
+  Op *op = create(OpKind::Constant, {}, {std::move(t)});
+  op->setAttr("value", v);
+  return op->result();
+}
+
+Value *Builder::constFloat(double v, Type t) {
+  Op *op = create(OpKind::Constant, {}, {std::move(t)});
+  op->setAttr("value", v);
+  return op->result();
+}
+
+void replaceAllUses(Block &block, Value *from, Value *to) {
+  walk(block, [&](Op *op) {
+    for (auto &operand : op->operands)
+      if (operand == from)
+        operand = to;
+  });
+}
+
+} // namespace tilec

@@ -1,0 +1,99 @@
+// Tile IR types: names, sizes and the text form.
+#include "ir/types.h"
+
+#include <sstream>
+
+namespace tilec {
+
+const char *dtypeName(DType d) {
+  switch (d) {
+#define X(name, text, bits, kind)                                                                  \
+  case DType::name:                                                                                \
+    return text;
+    TILEC_DTYPES(X)
+#undef X
+  }
+  return "?";
+}
+
+int dtypeBits(DType d) {
+  switch (d) {
+#define X(name, text, bits, kind)                                                                  \
+  case DType::name:                                                                                \
+    return bits;
+    TILEC_DTYPES(X)
+#undef X
+  }
+  return 0;
+}
+
+DKind dtypeKind(DType d) {
+  switch (d) {
+#define X(name, text, bits, kind)                                                                  \
+  case DType::name:                                                                                \
+    return DKind::kind;
+    TILEC_DTYPES(X)
+#undef X
+  }
+  return DKind::Int;
+}
+
+std::optional<DType> dtypeFromName(const std::string &name) {
+#define X(n, text, bits, kind)                                                                     \
+  if (name == text)                                                                                \
+    return DType::n;
+  TILEC_DTYPES(X)
+#undef X
+  return std::nullopt;
+}
+
+int dtypeBytes(DType d) { return d == DType::I1 ? 1 : dtypeBits(d) / 8; }
+
+int64_t Type::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+Type Type::withShape(std::vector<int64_t> s) const {
+  Type t = *this;
+  t.shape = std::move(s);
+  return t;
+}
+
+Type Type::withDType(DType d) const {
+  Type t = *this;
+  t.dtype = d;
+  t.blockShape.clear();
+  t.pointee = DType::I32;
+  return t;
+}
+
+static std::string elementStr(const Type &t) {
+  std::ostringstream out;
+  if (t.dtype == DType::Ptr) {
+    out << "!ptr<" << dtypeName(t.pointee) << ">";
+  } else if (t.dtype == DType::BlockPtr) {
+    out << "!blockptr<" << dtypeName(t.pointee) << ", ";
+    for (size_t i = 0; i < t.blockShape.size(); ++i)
+      out << (i ? "x" : "") << t.blockShape[i];
+    out << ">";
+  } else {
+    out << dtypeName(t.dtype);
+  }
+  return out.str();
+}
+
+std::string Type::str() const {
+  if (shape.empty())
+    return elementStr(*this);
+  std::ostringstream out;
+  out << "tensor<";
+  for (int64_t s : shape)
+    out << s << "x";
+  out << elementStr(*this) << ">";
+  return out.str();
+}
+
+} // namespace tilec

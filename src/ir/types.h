@@ -1,0 +1,87 @@
+// Tile IR types: scalars, pointers, block pointers and tensors of scalars or
+// pointers. A type is a small value; compare with ==.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilec {
+
+// Element types. Declared in one table: enum, spelling, bit width, kind.
+#define TILEC_DTYPES(X)                                                                            \
+  X(I1, "i1", 1, Int)                                                                              \
+  X(I8, "i8", 8, Int)                                                                              \
+  X(I16, "i16", 16, Int)                                                                           \
+  X(I32, "i32", 32, Int)                                                                           \
+  X(I64, "i64", 64, Int)                                                                           \
+  X(U8, "u8", 8, UInt)                                                                             \
+  X(U16, "u16", 16, UInt)                                                                          \
+  X(U32, "u32", 32, UInt)                                                                          \
+  X(U64, "u64", 64, UInt)                                                                          \
+  X(F8E4M3, "f8e4m3", 8, Float)                                                                    \
+  X(F8E5M2, "f8e5m2", 8, Float)                                                                    \
+  X(F16, "f16", 16, Float)                                                                         \
+  X(BF16, "bf16", 16, Float)                                                                       \
+  X(F32, "f32", 32, Float)                                                                         \
+  X(F64, "f64", 64, Float)                                                                         \
+  X(Ptr, "ptr", 64, Pointer)                                                                       \
+  X(BlockPtr, "blockptr", 64, Pointer)
+
+enum class DType {
+#define X(name, text, bits, kind) name,
+  TILEC_DTYPES(X)
+#undef X
+};
+
+enum class DKind { Int, UInt, Float, Pointer };
+
+const char *dtypeName(DType d);
+int dtypeBits(DType d);
+DKind dtypeKind(DType d);
+std::optional<DType> dtypeFromName(const std::string &name);
+inline bool isFloat(DType d) { return dtypeKind(d) == DKind::Float; }
+inline bool isInteger(DType d) { return dtypeKind(d) == DKind::Int || dtypeKind(d) == DKind::UInt; }
+inline bool isUnsigned(DType d) { return dtypeKind(d) == DKind::UInt; }
+inline bool isPointer(DType d) { return dtypeKind(d) == DKind::Pointer; }
+// Bytes one element takes in memory (i1 is stored as a byte).
+int dtypeBytes(DType d);
+
+struct Type {
+  DType dtype = DType::I32;
+  // For Ptr and BlockPtr: the element type pointed to (a scalar, not a pointer).
+  DType pointee = DType::I32;
+  // For BlockPtr: the shape of the block it addresses.
+  std::vector<int64_t> blockShape;
+  // Empty for a scalar; otherwise the tensor's dimensions.
+  std::vector<int64_t> shape;
+
+  static Type scalar(DType d) { return Type{d, DType::I32, {}, {}}; }
+  static Type pointer(DType pointee) { return Type{DType::Ptr, pointee, {}, {}}; }
+  static Type blockPointer(DType pointee, std::vector<int64_t> block) {
+    return Type{DType::BlockPtr, pointee, std::move(block), {}};
+  }
+
+  bool isTensor() const { return !shape.empty(); }
+  bool isScalar() const { return shape.empty(); }
+  int64_t numel() const;
+  int rank() const { return (int)shape.size(); }
+  // The same element type with another shape (empty: the scalar).
+  Type withShape(std::vector<int64_t> s) const;
+  Type element() const { return withShape({}); }
+  // The same shape with another element dtype (not a pointer).
+  Type withDType(DType d) const;
+
+  bool operator==(const Type &o) const {
+    return dtype == o.dtype && shape == o.shape &&
+           (!isPointer(dtype) || (pointee == o.pointee && blockShape == o.blockShape));
+  }
+  bool operator!=(const Type &o) const { return !(*this == o); }
+
+  // Text form: i32, !ptr<f32>, !blockptr<f16, 64x64>, tensor<128x64xf32>,
+  // tensor<128x!ptr<f32>>.
+  std::string str() const;
+};
+
+} // namespace tilec
