@@ -1,0 +1,22 @@
+// The Tile IR passes. Each lives in its own file, is one function, and returns
+// whether it changed anything.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace tilec {
+
+// Folds ops whose operands are constants, and simple identities (x + 0, x * 1,
+// splat of a constant, cast of a constant, if on a constant condition).
+// Requires: verified IR. Preserves: semantics. Invalidates: value ids.
+bool foldConstants(Function &fn);
+
+// Merges pure ops with the same kind, operands, attributes and types, where the
+// earlier one dominates the later one. Invalidates: value ids.
+bool eliminateCommonSubexpressions(Function &fn);
+
+// Removes pure ops whose results are unused, and unused loop-carried values.
+// Invalidates: value ids.
+bool eliminateDeadCode(Function &fn);
+
+} // namespace tilec
