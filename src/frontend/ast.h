@@ -129,4 +129,7 @@ std::unique_ptr<FunctionDef> parseFunction(const SourcePtr &source);
 // Prints the tree back as indented text, one node per line; for tests.
 std::string dumpAst(const FunctionDef &fn);
 
+// The same, with the full span (@line:col-line:col) of every node; for tests of spans.
+std::string dumpAstWithSpans(const FunctionDef &fn);
+
 } // namespace tilec

@@ -90,6 +90,7 @@ struct Op {
 struct Function {
   std::string name;
   std::vector<std::string> argNames; // one per body argument, for messages
+  std::vector<int> argDivisibility;  // one per body argument: 16 when specialized as aligned
   std::unique_ptr<Block> body;       // its args are the kernel's runtime arguments
   int numValues = 0;                 // set by renumber()
 

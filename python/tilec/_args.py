@@ -1,0 +1,109 @@
+"""How launch arguments reach a kernel: which are specialized and how, their
+data pointers and the memory each may touch."""
+
+import numpy as np
+
+from . import language as tl
+
+# numpy and torch dtype names -> Tile IR element types.
+_DTYPES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+    "half": "f16", "float": "f32", "double": "f64",
+}
+
+
+def _torch_dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def is_tensor(value):
+    return isinstance(value, np.ndarray) or (
+        hasattr(value, "data_ptr") and hasattr(value, "dtype")
+    )
+
+
+def element_type(value, name):
+    """The Tile IR element type of a numpy array or torch tensor."""
+    key = value.dtype.name if isinstance(value, np.ndarray) else _torch_dtype_name(value.dtype)
+    if key not in _DTYPES:
+        raise TypeError(f"argument '{name}': tensors of dtype {key} are not supported")
+    return _DTYPES[key]
+
+
+def data_pointer(value):
+    if isinstance(value, np.ndarray):
+        return value.ctypes.data
+    return value.data_ptr()
+
+
+def memory_range(value):
+    """The bytes a kernel may touch through this tensor: its whole allocation."""
+    if isinstance(value, np.ndarray):
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        low, high = np.byte_bounds(root) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(root)
+        return (low, high)
+    storage = value.untyped_storage()
+    start = storage.data_ptr()
+    return (start, start + storage.nbytes())
+
+
+def device_of(value):
+    if isinstance(value, np.ndarray):
+        return "cpu"
+    device = getattr(value, "device", "cpu")
+    return str(device)
+
+
+def int_type(value):
+    if -(2**31) <= value < 2**31:
+        return "i32"
+    if -(2**63) <= value < 2**63:
+        return "i64"
+    if 0 <= value < 2**64:
+        return "u64"
+    raise OverflowError(f"integer argument {value} does not fit in 64 bits")
+
+
+def specialize(name, value, is_constexpr, specialize_ints):
+    """The specialization of one argument: (spec, runtime value or None).
+
+    The spec is what the compiler sees and part of the cache key. Runtime
+    values are what the launch passes; constexprs have none.
+    """
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if is_constexpr:
+        return ("constexpr", _hashable(value)), None
+    if value is None or isinstance(value, (tl.dtype, str)):
+        return ("constexpr", _hashable(value)), None
+    if isinstance(value, bool):
+        return ("bool",), int(value)
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        if specialize_ints and value == 1:
+            return ("constexpr", 1), None
+        divisible = 16 if specialize_ints and value % 16 == 0 else 1
+        return ("int", int_type(value), divisible), value
+    if isinstance(value, (float, np.floating)):
+        return ("float", "f32"), float(value)
+    if is_tensor(value):
+        ptr = data_pointer(value)
+        aligned = 16 if ptr % 16 == 0 else 1
+        return ("ptr", element_type(value, name), aligned), ptr
+    raise TypeError(
+        f"argument '{name}' has type {type(value).__name__}; a kernel takes tensors, "
+        "ints, floats, bools, None, dtypes and constexprs"
+    )
+
+
+def _hashable(value):
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_hashable(v) for v in value)
+    return value

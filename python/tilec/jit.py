@@ -1,0 +1,200 @@
+"""``@tilec.jit``: a kernel written in Triton's language, compiled by tilec's
+C++ compiler on first launch for each specialization, and run over a grid."""
+
+import inspect
+import textwrap
+import types
+
+from . import _args
+from . import _C
+from . import language as tl
+from .errors import CompilationError, KernelError
+
+# Keyword arguments of a launch that configure it rather than feed the kernel.
+LAUNCH_OPTIONS = (
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
+    "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
+    "num_threads",
+)
+
+
+def _is_constexpr_annotation(annotation):
+    if annotation is tl.constexpr:
+        return True
+    return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
+
+
+def _module_name(module):
+    name = module.__name__
+    if name.endswith(".libdevice"):
+        return "libdevice"
+    if name == "tilec" or name.startswith("tilec."):
+        return "triton" + name[len("tilec"):]
+    return name
+
+
+class CompiledKernel:
+    """One compiled specialization of a kernel: its IR and metadata."""
+
+    def __init__(self, compiled, spec):
+        self._compiled = compiled
+        self.name = compiled.name
+        self.spec = spec
+        self.asm = {"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}
+        self.metadata = types.SimpleNamespace(
+            name=compiled.name, num_warps=4, num_stages=3, shared=0, backend="cpu"
+        )
+        self.n_regs = 0
+        self.n_spills = 0
+        self.compile_ms = compiled.compile_ms
+
+
+class JITFunction:
+    """A kernel. Launch it with ``kernel[grid](*args, **kwargs)``."""
+
+    def __init__(self, fn, do_not_specialize=(), **options):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        lines, first_line = inspect.getsourcelines(fn)
+        self.src = textwrap.dedent("".join(lines))
+        self.first_line = first_line
+        self.filename = inspect.getsourcefile(fn) or "<unknown>"
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters.values())
+        self.arg_names = [p.name for p in self.params]
+        self.constexprs = [
+            i for i, p in enumerate(self.params) if _is_constexpr_annotation(p.annotation)
+        ]
+        self.do_not_specialize = {
+            self.arg_names[d] if isinstance(d, int) else d for d in do_not_specialize
+        }
+        self.options = options
+        self.cache = {}
+
+    # --- names the kernel's code uses
+
+    def _lookup(self, name):
+        code = self.fn.__code__
+        if name in code.co_freevars and self.fn.__closure__:
+            cell = self.fn.__closure__[code.co_freevars.index(name)]
+            try:
+                return True, cell.cell_contents
+            except ValueError:
+                return False, None
+        if name in self.fn.__globals__:
+            return True, self.fn.__globals__[name]
+        return False, None
+
+    def _resolve(self, name):
+        """Tells the compiler what a global name stands for (see bindings)."""
+        found, value = self._lookup(name)
+        if not found:
+            return None
+        if isinstance(value, JITFunction):
+            return ("jit", value.src, value.filename, value.first_line, value.__name__,
+                    value._resolve)
+        if isinstance(value, types.ModuleType):
+            return ("module", _module_name(value))
+        if isinstance(value, tl.constexpr):
+            return ("constexpr", _args._hashable(value.value))
+        if value is None or isinstance(value, (bool, int, float, str, tuple, tl.dtype)):
+            return ("constexpr", _args._hashable(value))
+        module = getattr(value, "__module__", None) or ""
+        if module.startswith("tilec.language") and hasattr(value, "__name__"):
+            return ("builtin", "triton.language", value.__name__)
+        if isinstance(value, tl._KernelOnly):
+            return ("builtin", "triton.language", value.__name__)
+        if callable(value):
+            return ("object", f"Python function '{name}' (it is not @jit)")
+        return ("object", f"'{name}', a Python {type(value).__name__}")
+
+    # --- launching
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"'{self.__name__}' is a @jit kernel: launch it with {self.__name__}[grid](...), "
+            "or call it from another kernel"
+        )
+
+    def _bind(self, args, kwargs):
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS
+                   and k not in self.arg_names}
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments), options
+
+    def _specialize(self, values):
+        specs, runtime, memory, devices = [], [], [], set()
+        for i, name in enumerate(self.arg_names):
+            value = values[name]
+            spec, rt = _args.specialize(
+                name, value, i in self.constexprs, name not in self.do_not_specialize
+            )
+            if i in self.constexprs and _args.is_tensor(value):
+                raise TypeError(f"argument '{name}' is tl.constexpr but got a tensor")
+            specs.append(spec)
+            if rt is not None:
+                runtime.append(rt)
+            if spec[0] == "ptr":
+                memory.append(_args.memory_range(value))
+                devices.add(_args.device_of(value))
+        return tuple(specs), runtime, memory, devices
+
+    def _compile(self, specs):
+        kernel = self.cache.get(specs)
+        if kernel is not None:
+            return kernel
+        try:
+            compiled = _C.compile(self.src, self.filename, self.first_line, list(specs),
+                                  self._resolve)
+        except _C.CompilationError as e:
+            raise CompilationError(str(e)) from None
+        kernel = CompiledKernel(compiled, specs)
+        self.cache[specs] = kernel
+        return kernel
+
+    def warmup(self, *args, grid=None, **kwargs):
+        """Compiles the kernel for these arguments without running it."""
+        values, _ = self._bind(args, dict(kwargs))
+        specs, _, _, _ = self._specialize(values)
+        return self._compile(specs)
+
+    def run(self, *args, grid, **kwargs):
+        values, options = self._bind(args, kwargs)
+        specs, runtime, memory, devices = self._specialize(values)
+        if any(not d.startswith("cpu") for d in devices):
+            raise RuntimeError(
+                f"{self.__name__}: tensors on {sorted(devices)}; this build of tilec runs "
+                "kernels on the CPU only, so pass CPU tensors"
+            )
+        kernel = self._compile(specs)
+        if callable(grid):
+            grid = grid({**values, **options})
+        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) for g in grid):
+            raise ValueError(f"{self.__name__}: the grid must be 1 to 3 ints, got {grid!r}")
+        if any(g < 0 for g in grid):
+            raise ValueError(f"{self.__name__}: grid dimensions must not be negative: {grid!r}")
+        grid = grid + (1,) * (3 - len(grid))
+        try:
+            kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
+        except _C.KernelError as e:
+            raise KernelError(str(e)) from None
+        return kernel
+
+
+def jit(fn=None, *, do_not_specialize=(), debug=None, noinline=None, **options):
+    """Decorates a kernel (or a helper that kernels call): ``@tilec.jit``."""
+
+    def wrap(f):
+        return JITFunction(f, do_not_specialize=do_not_specialize, **options)
+
+    return wrap(fn) if fn is not None else wrap

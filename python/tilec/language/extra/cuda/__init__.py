@@ -1,0 +1,3 @@
+"""``tl.extra.cuda``."""
+
+from . import libdevice  # noqa: F401

@@ -1,0 +1,215 @@
+// The Python extension module tilec._C: compile a kernel, run it on the CPU,
+// and the developer entry points (AST dump, IR passes) the tests use.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "cpu/executor.h"
+#include "frontend/ast.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "runtime/compiler.h"
+
+namespace nb = nanobind;
+using namespace tilec;
+
+namespace {
+
+ConstValue toConst(nb::handle obj) {
+  if (obj.is_none())
+    return ConstValue::none();
+  if (nb::isinstance<nb::bool_>(obj))
+    return ConstValue::boolean(nb::cast<bool>(obj));
+  if (nb::isinstance<nb::int_>(obj)) {
+    try {
+      return ConstValue::integer(nb::cast<int64_t>(obj));
+    } catch (const std::exception &) {
+      throw std::invalid_argument("constexpr integer " + nb::cast<std::string>(nb::str(obj)) +
+                                  " does not fit in 64 bits");
+    }
+  }
+  if (nb::isinstance<nb::float_>(obj))
+    return ConstValue::floating(nb::cast<double>(obj));
+  if (nb::isinstance<nb::str>(obj))
+    return ConstValue::string(nb::cast<std::string>(obj));
+  if (nb::hasattr(obj, "_tilec_dtype")) {
+    std::string name = nb::cast<std::string>(obj.attr("_tilec_dtype"));
+    bool isPtr = name.rfind("ptr:", 0) == 0;
+    auto d = dtypeFromName(isPtr ? name.substr(4) : name);
+    if (!d)
+      throw std::invalid_argument("unknown dtype " + name);
+    return ConstValue::dtype(isPtr ? Type::pointer(*d) : Type::scalar(*d));
+  }
+  if (nb::isinstance<nb::tuple>(obj) || nb::isinstance<nb::list>(obj)) {
+    std::vector<ConstValue> elems;
+    for (nb::handle h : obj)
+      elems.push_back(toConst(h));
+    return ConstValue::tuple(std::move(elems));
+  }
+  throw std::invalid_argument("a kernel cannot use a value of type " +
+                              nb::cast<std::string>(nb::str(obj.type())) + " as a constexpr");
+}
+
+SourcePtr makeSource(const std::string &text, const std::string &filename, int firstLine) {
+  auto s = std::make_shared<Source>();
+  s->text = text;
+  s->filename = filename;
+  s->firstLine = firstLine;
+  return s;
+}
+
+// Answers global names by calling a Python function of one argument that
+// returns None or a tagged tuple (see tilec/jit.py, _Resolver).
+class PyResolver : public Resolver {
+public:
+  explicit PyResolver(nb::object fn) : fn_(std::move(fn)) {}
+  ~PyResolver() override {
+    nb::gil_scoped_acquire gil;
+    fn_.reset();
+  }
+
+  GlobalBinding lookup(const std::string &name) override {
+    nb::gil_scoped_acquire gil;
+    nb::object r = fn_(name);
+    GlobalBinding g;
+    if (r.is_none())
+      return g;
+    nb::tuple t = nb::cast<nb::tuple>(r);
+    std::string tag = nb::cast<std::string>(t[0]);
+    if (tag == "module") {
+      g.kind = GlobalBinding::Module;
+      g.module = nb::cast<std::string>(t[1]);
+    } else if (tag == "constexpr") {
+      g.kind = GlobalBinding::Constexpr;
+      g.value = toConst(t[1]);
+    } else if (tag == "builtin") {
+      g.kind = GlobalBinding::Builtin;
+      g.module = nb::cast<std::string>(t[1]);
+      g.name = nb::cast<std::string>(t[2]);
+    } else if (tag == "jit") {
+      g.kind = GlobalBinding::JitFunction;
+      g.fn = std::make_shared<JitFunctionRef>();
+      g.fn->source = makeSource(nb::cast<std::string>(t[1]), nb::cast<std::string>(t[2]),
+                                nb::cast<int>(t[3]));
+      g.fn->name = nb::cast<std::string>(t[4]);
+      g.fn->resolver = std::make_shared<PyResolver>(nb::borrow<nb::object>(t[5]));
+    } else {
+      g.kind = GlobalBinding::PythonObject;
+      g.description = nb::cast<std::string>(t[1]);
+    }
+    return g;
+  }
+
+private:
+  nb::object fn_;
+};
+
+KernelParam toParam(nb::handle spec) {
+  nb::tuple t = nb::cast<nb::tuple>(spec);
+  std::string kind = nb::cast<std::string>(t[0]);
+  KernelParam p;
+  if (kind == "constexpr") {
+    p.kind = KernelParam::Constexpr;
+    p.value = toConst(t[1]);
+    return p;
+  }
+  auto dtypeAt = [&](size_t i) {
+    auto d = dtypeFromName(nb::cast<std::string>(t[i]));
+    if (!d)
+      throw std::invalid_argument("unknown dtype " + nb::cast<std::string>(t[i]));
+    return *d;
+  };
+  if (kind == "ptr") {
+    p.kind = KernelParam::Pointer;
+    p.dtype = dtypeAt(1);
+    p.divisibility = nb::cast<int>(t[2]);
+  } else if (kind == "int") {
+    p.kind = KernelParam::Int;
+    p.dtype = dtypeAt(1);
+    p.divisibility = nb::cast<int>(t[2]);
+  } else if (kind == "float") {
+    p.kind = KernelParam::Float;
+    p.dtype = dtypeAt(1);
+  } else if (kind == "bool") {
+    p.kind = KernelParam::Bool;
+    p.dtype = DType::I1;
+  } else {
+    throw std::invalid_argument("unknown parameter kind " + kind);
+  }
+  return p;
+}
+
+std::shared_ptr<CompiledKernel> compile(const std::string &text, const std::string &filename,
+                                        int firstLine, nb::list specs, nb::object resolver) {
+  std::vector<KernelParam> params;
+  for (nb::handle h : specs)
+    params.push_back(toParam(h));
+  auto res = std::make_shared<PyResolver>(std::move(resolver));
+  return compileKernel(makeSource(text, filename, firstLine), res, params);
+}
+
+void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> grid,
+               nb::list args, std::vector<std::pair<uint64_t, uint64_t>> memory,
+               int numThreads) {
+  cpu::Launch l;
+  l.grid = {std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)};
+  const Block &body = *k.fn->body;
+  if (nb::len(args) != body.args.size())
+    throw std::invalid_argument("the kernel takes " + std::to_string(body.args.size()) +
+                                " runtime arguments, got " + std::to_string(nb::len(args)));
+  for (size_t i = 0; i < body.args.size(); ++i) {
+    cpu::ArgValue v;
+    if (isFloat(body.args[i]->type.dtype))
+      v.f = nb::cast<double>(args[i]);
+    else if (nb::isinstance<nb::float_>(args[i]))
+      throw std::invalid_argument("argument '" + k.fn->argNames[i] + "' must be an integer");
+    else
+      v.i = (int64_t)nb::cast<uint64_t>(nb::int_(args[i]) & nb::int_(0xFFFFFFFFFFFFFFFFull));
+    l.args.push_back(v);
+  }
+  for (auto &[begin, end] : memory)
+    l.memory.push_back({begin, end});
+  l.numThreads = numThreads;
+  nb::gil_scoped_release release;
+  cpu::launch(*k.fn, l);
+}
+
+std::string dumpAstText(const std::string &text, const std::string &filename) {
+  return dumpAst(*parseFunction(makeSource(text, filename, 1)));
+}
+
+std::string runPassesText(const std::string &text, const std::vector<std::string> &passes) {
+  std::unique_ptr<Function> fn = parseIR(text);
+  verify(*fn);
+  runPasses(*fn, passes);
+  verify(*fn);
+  return printFunction(*fn);
+}
+
+} // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "tilec's compiler and CPU runtime";
+  nb::exception<CompileError>(m, "CompilationError");
+  nb::exception<cpu::KernelError>(m, "KernelError", PyExc_RuntimeError);
+  nb::exception<InternalError>(m, "InternalError", PyExc_RuntimeError);
+
+  nb::class_<CompiledKernel>(m, "CompiledKernel")
+      .def_ro("name", &CompiledKernel::name)
+      .def_ro("ir", &CompiledKernel::ir)
+      .def_ro("ir_after_sema", &CompiledKernel::irAfterSema)
+      .def_ro("compile_ms", &CompiledKernel::compileMs)
+      .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
+      .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
+           nb::arg("num_threads") = 0);
+
+  m.def("compile", &compile, nb::arg("source"), nb::arg("filename"), nb::arg("first_line"),
+        nb::arg("params"), nb::arg("resolver"));
+  m.def("dump_ast", &dumpAstText, nb::arg("source"), nb::arg("filename") = "<string>");
+  m.def("run_passes", &runPassesText, nb::arg("ir"), nb::arg("passes"));
+}

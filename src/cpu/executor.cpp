@@ -1,0 +1,1015 @@
+// Interprets Tile IR one program at a time. Each value is a Tile: a flat
+// row-major array of int64 (integers, pointers) or double (floats), brought
+// back to its IR type after every op (numerics.h). Memory accesses are
+// checked against the launch's buffers, so a bad offset is an error, not a
+// crash.
+#include "cpu/executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cpu/numerics.h"
+
+namespace tilec::cpu {
+
+namespace {
+
+struct Tile {
+  std::vector<int64_t> i;
+  std::vector<double> f;
+};
+
+bool holdsFloat(const Type &t) { return isFloat(t.dtype); }
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int k = (int)shape.size() - 2; k >= 0; --k)
+    s[k] = s[k + 1] * shape[k + 1];
+  return s;
+}
+
+class Program {
+public:
+  Program(const Function &fn, const Launch &launch) : fn_(fn), launch_(launch) {
+    env_.resize(fn.numValues);
+  }
+
+  void run(int64_t x, int64_t y, int64_t z) {
+    pid_ = {x, y, z};
+    const Block &body = *fn_.body;
+    for (size_t k = 0; k < body.args.size(); ++k) {
+      const Value &arg = *body.args[k];
+      Tile &t = env_[arg.id];
+      if (holdsFloat(arg.type))
+        t.f.assign(1, roundFloat(launch_.args[k].f, arg.type.dtype));
+      else
+        t.i.assign(1, wrapInt(launch_.args[k].i, arg.type.dtype));
+    }
+    runBlock(body);
+  }
+
+private:
+  const Function &fn_;
+  const Launch &launch_;
+  std::vector<Tile> env_;
+  std::array<int64_t, 3> pid_{};
+  size_t lastRange_ = 0;
+
+  Tile &val(const Value *v) { return env_[v->id]; }
+
+  [[noreturn]] void fail(const Op &op, const std::string &message) {
+    throw KernelError(CompileError(op.loc, message).formatted());
+  }
+
+  // Runs the ops of a block; returns its terminator.
+  const Op *runBlock(const Block &block) {
+    for (auto &op : block.ops) {
+      if (op->has(TERMINATOR))
+        return op.get();
+      exec(*op);
+    }
+    return nullptr;
+  }
+
+  std::vector<Tile> operandsOf(const Op &op, size_t from = 0) {
+    std::vector<Tile> out;
+    for (size_t k = from; k < op.operands.size(); ++k)
+      out.push_back(val(op.operands[k]));
+    return out;
+  }
+
+  void exec(const Op &op);
+  void execElementwise(const Op &op);
+  void execCast(const Op &op);
+  void execBitcast(const Op &op);
+  void execLoad(const Op &op);
+  void execStore(const Op &op);
+  void execBlockAccess(const Op &op, bool isStore);
+  void execReduce(const Op &op);
+  void execCumSum(const Op &op);
+  void execDot(const Op &op);
+  void execBroadcast(const Op &op);
+  void execTrans(const Op &op);
+  void execFor(const Op &op);
+  void execIf(const Op &op);
+  void execWhile(const Op &op);
+  void execPrint(const Op &op);
+  void execAssert(const Op &op);
+
+  void checkAccess(const Op &op, uint64_t addr, int bytes, bool isStore) {
+    const auto &mem = launch_.memory;
+    if (lastRange_ < mem.size() && addr >= mem[lastRange_].begin &&
+        addr + bytes <= mem[lastRange_].end)
+      return;
+    for (size_t k = 0; k < mem.size(); ++k) {
+      if (addr >= mem[k].begin && addr + bytes <= mem[k].end) {
+        lastRange_ = k;
+        return;
+      }
+    }
+    std::ostringstream msg;
+    msg << "out-of-bounds " << (isStore ? "store to" : "load from") << " address 0x" << std::hex
+        << addr << std::dec << " in program (" << pid_[0] << ", " << pid_[1] << ", " << pid_[2]
+        << "): it is outside every tensor passed to the kernel; is a mask missing?";
+    fail(op, msg.str());
+  }
+
+  void readElement(const Op &op, uint64_t addr, DType d, Tile &out, size_t k) {
+    int bytes = dtypeBytes(d);
+    checkAccess(op, addr, bytes, false);
+    uint64_t bits = 0;
+    std::memcpy(&bits, reinterpret_cast<const void *>(addr), bytes);
+    if (isFloat(d)) {
+      out.f[k] = bitsToFloat(bits, d);
+      return;
+    }
+    int64_t v = (int64_t)bits;
+    if (d == DType::I1)
+      v = bits != 0;
+    out.i[k] = wrapInt(v, d);
+  }
+
+  void writeElement(const Op &op, uint64_t addr, DType d, const Tile &in, size_t k) {
+    int bytes = dtypeBytes(d);
+    checkAccess(op, addr, bytes, true);
+    uint64_t bits = isFloat(d) ? floatToBits(in.f[k], d) : (uint64_t)in.i[k];
+    std::memcpy(reinterpret_cast<void *>(addr), &bits, bytes);
+  }
+};
+
+// --- elementwise
+
+template <typename F> void mapInts(Tile &r, const std::vector<Tile *> &xs, size_t n, F f) {
+  r.i.resize(n);
+  for (size_t k = 0; k < n; ++k)
+    r.i[k] = f(k);
+}
+
+int64_t shiftLeft(int64_t a, int64_t b, int bits) {
+  return (b < 0 || b >= bits) ? 0 : (int64_t)((uint64_t)a << b);
+}
+
+int64_t shiftRight(int64_t a, int64_t b, DType d) {
+  int bits = dtypeBits(d);
+  if (isUnsigned(d)) {
+    uint64_t ua = (uint64_t)a & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
+    return (b < 0 || b >= bits) ? 0 : (int64_t)(ua >> b);
+  }
+  return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : a >> b;
+}
+
+bool lessThan(int64_t a, int64_t b, DType d) {
+  return d == DType::U64 ? (uint64_t)a < (uint64_t)b : a < b;
+}
+
+int64_t intDiv(int64_t a, int64_t b, DType d, bool rem) {
+  if (b == 0)
+    return rem ? a : (isUnsigned(d) ? -1 : -1); // what the GPU gives: all ones
+  if (d == DType::U64)
+    return rem ? (int64_t)((uint64_t)a % (uint64_t)b) : (int64_t)((uint64_t)a / (uint64_t)b);
+  if (a == INT64_MIN && b == -1)
+    return rem ? 0 : a;
+  return rem ? a % b : a / b;
+}
+
+int64_t mulHi(int64_t a, int64_t b, DType d) {
+  int bits = dtypeBits(d);
+  if (bits == 64) {
+    __int128 p = isUnsigned(d) ? (__int128)((unsigned __int128)(uint64_t)a * (uint64_t)b)
+                               : (__int128)a * b;
+    return (int64_t)(p >> 64);
+  }
+  return (a * b) >> bits;
+}
+
+void Program::execElementwise(const Op &op) {
+  const Type &t = op.operands[0]->type;
+  DType d = t.dtype;
+  size_t n = t.numel();
+  std::vector<Tile *> xs;
+  for (auto *v : op.operands)
+    xs.push_back(&val(v));
+  Tile r;
+  const OpKind kind = op.kind;
+  if (kind == OpKind::Select) {
+    const Type &rt = op.result()->type;
+    if (holdsFloat(rt)) {
+      r.f.resize(n);
+      for (size_t k = 0; k < n; ++k)
+        r.f[k] = xs[0]->i[k] ? xs[1]->f[k] : xs[2]->f[k];
+    } else {
+      r.i.resize(n);
+      for (size_t k = 0; k < n; ++k)
+        r.i[k] = xs[0]->i[k] ? xs[1]->i[k] : xs[2]->i[k];
+    }
+    val(op.result()) = std::move(r);
+    return;
+  }
+  if (kind == OpKind::AddPtr) {
+    int64_t size = dtypeBytes(t.pointee);
+    r.i.resize(n);
+    for (size_t k = 0; k < n; ++k)
+      r.i[k] = xs[0]->i[k] + xs[1]->i[k] * size;
+    val(op.result()) = std::move(r);
+    return;
+  }
+  if (isFloat(d)) {
+    const auto &a = xs[0]->f;
+    const auto *b = xs.size() > 1 ? &xs[1]->f : nullptr;
+    bool isCmp = kind >= OpKind::CmpEq && kind <= OpKind::CmpGe;
+    if (isCmp) {
+      r.i.resize(n);
+      for (size_t k = 0; k < n; ++k) {
+        double x = a[k], y = (*b)[k];
+        bool c = false;
+        switch (kind) {
+        case OpKind::CmpEq: c = x == y; break;
+        case OpKind::CmpNe: c = x != y; break;
+        case OpKind::CmpLt: c = x < y; break;
+        case OpKind::CmpLe: c = x <= y; break;
+        case OpKind::CmpGt: c = x > y; break;
+        default: c = x >= y; break;
+        }
+        r.i[k] = c;
+      }
+      val(op.result()) = std::move(r);
+      return;
+    }
+    r.f.resize(n);
+    auto &o = r.f;
+#define TILEC_FLOAT_UNARY(K, EXPR)                                                                 \
+  case OpKind::K:                                                                                  \
+    for (size_t k = 0; k < n; ++k) {                                                               \
+      double x = a[k];                                                                             \
+      o[k] = (EXPR);                                                                               \
+    }                                                                                              \
+    break;
+#define TILEC_FLOAT_BINARY(K, EXPR)                                                                \
+  case OpKind::K:                                                                                  \
+    for (size_t k = 0; k < n; ++k) {                                                               \
+      double x = a[k], y = (*b)[k];                                                                \
+      o[k] = (EXPR);                                                                               \
+    }                                                                                              \
+    break;
+    switch (kind) {
+      TILEC_FLOAT_BINARY(Add, x + y)
+      TILEC_FLOAT_BINARY(Sub, x - y)
+      TILEC_FLOAT_BINARY(Mul, x * y)
+      TILEC_FLOAT_BINARY(Div, x / y)
+      TILEC_FLOAT_BINARY(FRem, std::fmod(x, y))
+      TILEC_FLOAT_BINARY(Min, std::fmin(x, y))
+      TILEC_FLOAT_BINARY(Max, std::fmax(x, y))
+      TILEC_FLOAT_BINARY(Pow, std::pow(x, y))
+      TILEC_FLOAT_BINARY(Atan2, std::atan2(x, y))
+      TILEC_FLOAT_UNARY(Neg, -x)
+      TILEC_FLOAT_UNARY(Abs, std::fabs(x))
+      TILEC_FLOAT_UNARY(Exp, std::exp(x))
+      TILEC_FLOAT_UNARY(Exp2, std::exp2(x))
+      TILEC_FLOAT_UNARY(Log, std::log(x))
+      TILEC_FLOAT_UNARY(Log2, std::log2(x))
+      TILEC_FLOAT_UNARY(Sqrt, std::sqrt(x))
+      TILEC_FLOAT_UNARY(Rsqrt, 1.0 / std::sqrt(x))
+      TILEC_FLOAT_UNARY(Sin, std::sin(x))
+      TILEC_FLOAT_UNARY(Cos, std::cos(x))
+      TILEC_FLOAT_UNARY(Tanh, std::tanh(x))
+      TILEC_FLOAT_UNARY(Floor, std::floor(x))
+      TILEC_FLOAT_UNARY(Ceil, std::ceil(x))
+      TILEC_FLOAT_UNARY(Erf, std::erf(x))
+    case OpKind::Fma:
+      for (size_t k = 0; k < n; ++k)
+        o[k] = std::fma(a[k], (*b)[k], xs[2]->f[k]);
+      break;
+    default:
+      fail(op, std::string("the CPU backend cannot run '") + op.info().mnemonic + "' on floats");
+    }
+#undef TILEC_FLOAT_UNARY
+#undef TILEC_FLOAT_BINARY
+    roundFloats(o, op.result()->type.dtype);
+    val(op.result()) = std::move(r);
+    return;
+  }
+  const auto &a = xs[0]->i;
+  const auto *b = xs.size() > 1 ? &xs[1]->i : nullptr;
+  r.i.resize(n);
+  auto &o = r.i;
+  int bits = dtypeBits(d);
+#define TILEC_INT_UNARY(K, EXPR)                                                                   \
+  case OpKind::K:                                                                                  \
+    for (size_t k = 0; k < n; ++k) {                                                               \
+      int64_t x = a[k];                                                                            \
+      o[k] = (EXPR);                                                                               \
+    }                                                                                              \
+    break;
+#define TILEC_INT_BINARY(K, EXPR)                                                                  \
+  case OpKind::K:                                                                                  \
+    for (size_t k = 0; k < n; ++k) {                                                               \
+      int64_t x = a[k], y = (*b)[k];                                                               \
+      o[k] = (EXPR);                                                                               \
+    }                                                                                              \
+    break;
+  switch (kind) {
+    TILEC_INT_BINARY(Add, (int64_t)((uint64_t)x + (uint64_t)y))
+    TILEC_INT_BINARY(Sub, (int64_t)((uint64_t)x - (uint64_t)y))
+    TILEC_INT_BINARY(Mul, (int64_t)((uint64_t)x * (uint64_t)y))
+    TILEC_INT_BINARY(IDiv, intDiv(x, y, d, false))
+    TILEC_INT_BINARY(IRem, intDiv(x, y, d, true))
+    TILEC_INT_BINARY(And, x & y)
+    TILEC_INT_BINARY(Or, x | y)
+    TILEC_INT_BINARY(Xor, x ^ y)
+    TILEC_INT_BINARY(Shl, shiftLeft(x, y, bits))
+    TILEC_INT_BINARY(Shr, shiftRight(x, y, d))
+    TILEC_INT_BINARY(Min, lessThan(y, x, d) ? y : x)
+    TILEC_INT_BINARY(Max, lessThan(x, y, d) ? y : x)
+    TILEC_INT_BINARY(UMulHi, mulHi(x, y, d))
+    TILEC_INT_BINARY(CmpEq, x == y)
+    TILEC_INT_BINARY(CmpNe, x != y)
+    TILEC_INT_BINARY(CmpLt, lessThan(x, y, d))
+    TILEC_INT_BINARY(CmpLe, !lessThan(y, x, d))
+    TILEC_INT_BINARY(CmpGt, lessThan(y, x, d))
+    TILEC_INT_BINARY(CmpGe, !lessThan(x, y, d))
+    TILEC_INT_UNARY(Neg, (int64_t)(0 - (uint64_t)x))
+    TILEC_INT_UNARY(Not, ~x)
+    TILEC_INT_UNARY(Abs, x < 0 && !isUnsigned(d) ? (int64_t)(0 - (uint64_t)x) : x)
+  default:
+    fail(op, std::string("the CPU backend cannot run '") + op.info().mnemonic + "' on integers");
+  }
+#undef TILEC_INT_UNARY
+#undef TILEC_INT_BINARY
+  wrapInts(o, op.result()->type.dtype);
+  val(op.result()) = std::move(r);
+}
+
+void Program::execCast(const Op &op) {
+  const Type &from = op.operand(0)->type, &to = op.result()->type;
+  const Tile &x = val(op.operand(0));
+  size_t n = from.numel();
+  Tile r;
+  bool rtz = op.strAttr("rounding") == "rtz";
+  if (isFloat(to.dtype)) {
+    r.f.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      double v = isFloat(from.dtype) ? x.f[k]
+                 : from.dtype == DType::U64 ? (double)(uint64_t)x.i[k]
+                                            : (double)x.i[k];
+      if (rtz && isFloat(from.dtype)) {
+        double rounded = roundFloat(v, to.dtype);
+        if (std::fabs(rounded) > std::fabs(v))
+          rounded = std::nextafter(rounded, 0.0);
+        v = rounded;
+      }
+      r.f[k] = v;
+    }
+    if (!rtz)
+      roundFloats(r.f, to.dtype);
+  } else {
+    r.i.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      if (!isFloat(from.dtype)) {
+        r.i[k] = to.dtype == DType::I1 ? (x.i[k] != 0) : x.i[k];
+        continue;
+      }
+      double v = x.f[k];
+      if (to.dtype == DType::I1) {
+        r.i[k] = v != 0;
+      } else if (std::isnan(v)) {
+        r.i[k] = 0;
+      } else if (isUnsigned(to.dtype)) {
+        double hi = to.dtype == DType::U64 ? 18446744073709551615.0 : std::ldexp(1.0, dtypeBits(to.dtype)) - 1;
+        v = std::trunc(std::clamp(v, 0.0, hi));
+        r.i[k] = v >= 9223372036854775808.0 ? (int64_t)(uint64_t)v : (int64_t)v;
+      } else {
+        double lim = std::ldexp(1.0, dtypeBits(to.dtype) - 1);
+        r.i[k] = v >= lim ? (int64_t)(lim - 1) : v < -lim ? (int64_t)-lim : (int64_t)std::trunc(v);
+        if (dtypeBits(to.dtype) == 64 && v >= lim)
+          r.i[k] = INT64_MAX;
+      }
+    }
+    wrapInts(r.i, to.dtype);
+  }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execBitcast(const Op &op) {
+  const Type &from = op.operand(0)->type, &to = op.result()->type;
+  const Tile &x = val(op.operand(0));
+  size_t n = from.numel();
+  Tile r;
+  for (size_t k = 0; k < n; ++k) {
+    uint64_t bits = isFloat(from.dtype) ? floatToBits(x.f[k], from.dtype) : (uint64_t)x.i[k];
+    int width = dtypeBits(from.dtype);
+    if (width < 64)
+      bits &= (1ull << width) - 1;
+    if (isFloat(to.dtype))
+      r.f.push_back(bitsToFloat(bits, to.dtype));
+    else
+      r.i.push_back(wrapInt((int64_t)bits, to.dtype));
+  }
+  val(op.result()) = std::move(r);
+}
+
+// --- memory
+
+void Program::execLoad(const Op &op) {
+  const Type &rt = op.result()->type;
+  DType d = rt.dtype;
+  size_t n = rt.numel();
+  const Tile &ptr = val(op.operand(0));
+  const Tile *mask = op.operands.size() > 1 ? &val(op.operand(1)) : nullptr;
+  const Tile *other = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
+  Tile r;
+  if (isFloat(d))
+    r.f.assign(n, 0.0);
+  else
+    r.i.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (mask && !mask->i[k]) {
+      if (other) {
+        if (isFloat(d))
+          r.f[k] = other->f[k];
+        else
+          r.i[k] = other->i[k];
+      }
+      continue;
+    }
+    readElement(op, (uint64_t)ptr.i[k], d, r, k);
+  }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execStore(const Op &op) {
+  const Type &vt = op.operand(1)->type;
+  size_t n = vt.numel();
+  const Tile &ptr = val(op.operand(0)), &v = val(op.operand(1));
+  const Tile *mask = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
+  for (size_t k = 0; k < n; ++k)
+    if (!mask || mask->i[k])
+      writeElement(op, (uint64_t)ptr.i[k], vt.dtype, v, k);
+}
+
+// A block pointer's tile holds [base, shape..., strides..., offsets...].
+void Program::execBlockAccess(const Op &op, bool isStore) {
+  const Type &pt = op.operand(0)->type;
+  const Tile &bp = val(op.operand(0));
+  const auto &block = pt.blockShape;
+  size_t rank = block.size();
+  DType d = pt.pointee;
+  int64_t bytes = dtypeBytes(d);
+  std::vector<int64_t> checkDims = op.intsAttr("boundary_check");
+  std::vector<bool> check(rank, false);
+  for (int64_t c : checkDims)
+    check[c] = true;
+  int64_t n = 1;
+  for (int64_t s : block)
+    n *= s;
+  Tile r;
+  const Tile *v = isStore ? &val(op.operand(1)) : nullptr;
+  double pad = op.strAttr("padding") == "nan" ? NAN : 0.0;
+  if (!isStore) {
+    if (isFloat(d))
+      r.f.assign(n, pad);
+    else
+      r.i.assign(n, 0);
+  }
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t rem = k;
+    for (int dim = (int)rank - 1; dim >= 0; --dim) {
+      idx[dim] = rem % block[dim];
+      rem /= block[dim];
+    }
+    bool inside = true;
+    int64_t offset = 0;
+    for (size_t dim = 0; dim < rank; ++dim) {
+      int64_t coord = bp.i[1 + 2 * rank + dim] + idx[dim];
+      if (check[dim] && (coord < 0 || coord >= bp.i[1 + dim]))
+        inside = false;
+      offset += coord * bp.i[1 + rank + dim];
+    }
+    if (!inside)
+      continue;
+    uint64_t addr = (uint64_t)(bp.i[0] + offset * bytes);
+    if (isStore)
+      writeElement(op, addr, d, *v, k);
+    else
+      readElement(op, addr, d, r, k);
+  }
+  if (!isStore)
+    val(op.result()) = std::move(r);
+}
+
+// --- tile-wide
+
+void Program::execReduce(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  const Tile &x = val(op.operand(0));
+  int axis = (int)op.intAttr("axis");
+  int64_t outer = 1, n = t.shape[axis], inner = 1;
+  for (int k = 0; k < axis; ++k)
+    outer *= t.shape[k];
+  for (int k = axis + 1; k < t.rank(); ++k)
+    inner *= t.shape[k];
+  DType d = t.dtype;
+  bool fl = isFloat(d);
+  Tile r;
+  int64_t count = outer * inner;
+  if (op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin) {
+    bool isMax = op.kind == OpKind::ArgMax;
+    r.i.resize(count);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          size_t a = (o * n + k) * inner + in, b = (o * n + best) * inner + in;
+          bool better = fl ? (isMax ? x.f[a] > x.f[b] : x.f[a] < x.f[b])
+                           : (isMax ? lessThan(x.i[b], x.i[a], d) : lessThan(x.i[a], x.i[b], d));
+          if (better)
+            best = k;
+        }
+        r.i[o * inner + in] = best;
+      }
+    val(op.result()) = std::move(r);
+    return;
+  }
+  if (fl)
+    r.f.resize(count);
+  else
+    r.i.resize(count);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      size_t first = (o * n) * inner + in;
+      if (fl) {
+        double acc = x.f[first];
+        for (int64_t k = 1; k < n; ++k) {
+          double v = x.f[(o * n + k) * inner + in];
+          acc = op.kind == OpKind::ReduceSum   ? acc + v
+                : op.kind == OpKind::ReduceMax ? std::fmax(acc, v)
+                                               : std::fmin(acc, v);
+        }
+        r.f[o * inner + in] = acc;
+      } else {
+        int64_t acc = x.i[first];
+        for (int64_t k = 1; k < n; ++k) {
+          int64_t v = x.i[(o * n + k) * inner + in];
+          acc = op.kind == OpKind::ReduceSum   ? (int64_t)((uint64_t)acc + (uint64_t)v)
+                : op.kind == OpKind::ReduceMax ? (lessThan(acc, v, d) ? v : acc)
+                                               : (lessThan(v, acc, d) ? v : acc);
+        }
+        r.i[o * inner + in] = acc;
+      }
+    }
+  if (fl)
+    roundFloats(r.f, d);
+  else
+    wrapInts(r.i, d);
+  val(op.result()) = std::move(r);
+}
+
+void Program::execCumSum(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  Tile r = val(op.operand(0));
+  int axis = (int)op.intAttr("axis");
+  bool reverse = op.intAttr("reverse") != 0;
+  int64_t outer = 1, n = t.shape[axis], inner = 1;
+  for (int k = 0; k < axis; ++k)
+    outer *= t.shape[k];
+  for (int k = axis + 1; k < t.rank(); ++k)
+    inner *= t.shape[k];
+  bool fl = isFloat(t.dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      double facc = 0;
+      int64_t iacc = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t k = reverse ? n - 1 - s : s;
+        size_t at = (o * n + k) * inner + in;
+        if (fl) {
+          facc = roundFloat(facc + r.f[at], t.dtype);
+          r.f[at] = facc;
+        } else {
+          iacc = wrapInt((int64_t)((uint64_t)iacc + (uint64_t)r.i[at]), t.dtype);
+          r.i[at] = iacc;
+        }
+      }
+    }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execDot(const Op &op) {
+  const Type &at = op.operand(0)->type, &bt = op.operand(1)->type, &rt = op.result()->type;
+  const Tile &A = val(op.operand(0)), &B = val(op.operand(1)), &C = val(op.operand(2));
+  int rank = at.rank();
+  int64_t batch = rank == 3 ? at.shape[0] : 1;
+  int64_t M = at.shape[rank - 2], K = at.shape[rank - 1], N = bt.shape[rank - 1];
+  Tile r;
+  if (isFloat(at.dtype)) {
+    bool tf32 = op.strAttr("input_precision") == "tf32" && at.dtype == DType::F32;
+    std::vector<double> a = A.f, b = B.f;
+    if (tf32) {
+      for (auto &x : a)
+        x = roundToTf32(x);
+      for (auto &x : b)
+        x = roundToTf32(x);
+    }
+    r.f = isFloat(rt.dtype) ? C.f : std::vector<double>(C.i.begin(), C.i.end());
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t m = 0; m < M; ++m) {
+        double *row = &r.f[(bi * M + m) * N];
+        for (int64_t k = 0; k < K; ++k) {
+          double av = a[(bi * M + m) * K + k];
+          const double *brow = &b[(bi * K + k) * N];
+          for (int64_t nn = 0; nn < N; ++nn)
+            row[nn] += av * brow[nn];
+        }
+      }
+    roundFloats(r.f, rt.dtype);
+  } else {
+    r.i = C.i;
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) {
+          int64_t av = A.i[(bi * M + m) * K + k];
+          for (int64_t nn = 0; nn < N; ++nn)
+            r.i[(bi * M + m) * N + nn] += av * B.i[(bi * K + k) * N + nn];
+        }
+    wrapInts(r.i, rt.dtype);
+  }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execBroadcast(const Op &op) {
+  const Type &from = op.operand(0)->type, &to = op.result()->type;
+  const Tile &x = val(op.operand(0));
+  std::vector<int64_t> inStrides = stridesOf(from.shape);
+  for (int k = 0; k < from.rank(); ++k)
+    if (from.shape[k] == 1)
+      inStrides[k] = 0;
+  int64_t n = to.numel();
+  int rank = to.rank();
+  std::vector<int64_t> idx(rank, 0);
+  Tile r;
+  bool fl = !x.f.empty() || holdsFloat(from);
+  if (fl)
+    r.f.resize(n);
+  else
+    r.i.resize(n);
+  int64_t src = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (fl)
+      r.f[k] = x.f[src];
+    else
+      r.i[k] = x.i[src];
+    for (int dim = rank - 1; dim >= 0; --dim) { // odometer increment
+      src += inStrides[dim];
+      if (++idx[dim] < to.shape[dim])
+        break;
+      src -= inStrides[dim] * to.shape[dim];
+      idx[dim] = 0;
+    }
+  }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execTrans(const Op &op) {
+  const Type &from = op.operand(0)->type, &to = op.result()->type;
+  const Tile &x = val(op.operand(0));
+  std::vector<int64_t> order = op.intsAttr("order");
+  std::vector<int64_t> inStrides = stridesOf(from.shape);
+  int rank = to.rank();
+  std::vector<int64_t> strides(rank);
+  for (int k = 0; k < rank; ++k)
+    strides[k] = inStrides[order[k]];
+  int64_t n = to.numel();
+  std::vector<int64_t> idx(rank, 0);
+  Tile r;
+  bool fl = holdsFloat(from);
+  if (fl)
+    r.f.resize(n);
+  else
+    r.i.resize(n);
+  int64_t src = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (fl)
+      r.f[k] = x.f[src];
+    else
+      r.i[k] = x.i[src];
+    for (int dim = rank - 1; dim >= 0; --dim) {
+      src += strides[dim];
+      if (++idx[dim] < to.shape[dim])
+        break;
+      src -= strides[dim] * to.shape[dim];
+      idx[dim] = 0;
+    }
+  }
+  val(op.result()) = std::move(r);
+}
+
+// --- control flow
+
+void Program::execFor(const Op &op) {
+  int64_t lb = val(op.operand(0)).i[0], ub = val(op.operand(1)).i[0], step = val(op.operand(2)).i[0];
+  const Block &body = *op.regions[0];
+  std::vector<Tile> carried = operandsOf(op, 3);
+  if (step == 0)
+    fail(op, "a loop's step is zero, so it would never end");
+  DType ivType = body.args[0]->type.dtype;
+  for (int64_t iv = lb; step > 0 ? iv < ub : iv > ub; iv = wrapInt(iv + step, ivType)) {
+    val(body.args[0].get()).i.assign(1, iv);
+    for (size_t k = 0; k < carried.size(); ++k)
+      val(body.args[k + 1].get()) = std::move(carried[k]);
+    const Op *yield = runBlock(body);
+    carried = operandsOf(*yield);
+    if (step > 0 && iv > ub - step)
+      break; // the next step would pass ub (and might wrap)
+    if (step < 0 && iv < ub - step)
+      break;
+  }
+  for (size_t k = 0; k < carried.size(); ++k)
+    val(op.result(k)) = std::move(carried[k]);
+}
+
+void Program::execIf(const Op &op) {
+  bool cond = val(op.operand(0)).i[0] != 0;
+  const Op *yield = runBlock(*op.regions[cond ? 0 : 1]);
+  std::vector<Tile> results = operandsOf(*yield);
+  for (size_t k = 0; k < results.size(); ++k)
+    val(op.result(k)) = std::move(results[k]);
+}
+
+void Program::execWhile(const Op &op) {
+  const Block &before = *op.regions[0], &after = *op.regions[1];
+  std::vector<Tile> carried = operandsOf(op);
+  while (true) {
+    for (size_t k = 0; k < carried.size(); ++k)
+      val(before.args[k].get()) = std::move(carried[k]);
+    const Op *cond = runBlock(before);
+    std::vector<Tile> forwarded = operandsOf(*cond, 1);
+    if (!val(cond->operand(0)).i[0]) {
+      for (size_t k = 0; k < forwarded.size(); ++k)
+        val(op.result(k)) = std::move(forwarded[k]);
+      return;
+    }
+    for (size_t k = 0; k < forwarded.size(); ++k)
+      val(after.args[k].get()) = std::move(forwarded[k]);
+    const Op *yield = runBlock(after);
+    carried = operandsOf(*yield);
+  }
+}
+
+std::mutex printMutex;
+
+void Program::execPrint(const Op &op) {
+  std::lock_guard<std::mutex> lock(printMutex);
+  std::string prefix = op.strAttr("prefix");
+  bool hex = op.intAttr("hex") != 0;
+  for (size_t a = 0; a < op.operands.size(); ++a) {
+    const Type &t = op.operand(a)->type;
+    const Tile &x = val(op.operand(a));
+    int64_t n = t.numel();
+    for (int64_t k = 0; k < n; ++k) {
+      std::cout << "pid (" << pid_[0] << ", " << pid_[1] << ", " << pid_[2] << ") idx (" << k
+                << ") " << prefix << (op.operands.size() > 1 ? "(operand " + std::to_string(a) + ")" : "")
+                << ": ";
+      if (isFloat(t.dtype))
+        std::cout << x.f[k];
+      else if (hex)
+        std::cout << "0x" << std::hex << x.i[k] << std::dec;
+      else
+        std::cout << x.i[k];
+      std::cout << "\n";
+    }
+  }
+  std::cout.flush();
+}
+
+void Program::execAssert(const Op &op) {
+  const Tile &c = val(op.operand(0));
+  for (size_t k = 0; k < c.i.size(); ++k)
+    if (!c.i[k]) {
+      std::ostringstream msg;
+      msg << "device assertion failed in program (" << pid_[0] << ", " << pid_[1] << ", " << pid_[2]
+          << ") at index " << k;
+      std::string text = op.strAttr("message");
+      if (!text.empty())
+        msg << ": " << text;
+      fail(op, msg.str());
+    }
+}
+
+void Program::exec(const Op &op) {
+  switch (op.kind) {
+  case OpKind::Constant: {
+    const Type &t = op.result()->type;
+    Tile r;
+    if (holdsFloat(t))
+      r.f.assign(t.numel(), roundFloat(op.floatAttr("value"), t.dtype));
+    else
+      r.i.assign(t.numel(), wrapInt(op.intAttr("value"), t.dtype));
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::ProgramId:
+    val(op.result()).i.assign(1, pid_[op.intAttr("axis")]);
+    return;
+  case OpKind::NumPrograms:
+    val(op.result()).i.assign(1, launch_.grid[op.intAttr("axis")]);
+    return;
+  case OpKind::MakeRange: {
+    Tile r;
+    for (int64_t v = op.intAttr("start"); v < op.intAttr("end"); ++v)
+      r.i.push_back(v);
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::Splat: {
+    const Tile &x = val(op.operand(0));
+    int64_t n = op.result()->type.numel();
+    Tile r;
+    if (holdsFloat(op.result()->type))
+      r.f.assign(n, x.f[0]);
+    else
+      r.i.assign(n, x.i[0]);
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::Broadcast:
+    execBroadcast(op);
+    return;
+  case OpKind::ExpandDims:
+  case OpKind::Reshape:
+    val(op.result()) = val(op.operand(0));
+    return;
+  case OpKind::Trans:
+    execTrans(op);
+    return;
+  case OpKind::Cast:
+    execCast(op);
+    return;
+  case OpKind::Bitcast:
+    if (isPointer(op.result()->type.dtype))
+      val(op.result()) = val(op.operand(0));
+    else
+      execBitcast(op);
+    return;
+  case OpKind::IntToPtr:
+  case OpKind::PtrToInt: {
+    Tile r = val(op.operand(0));
+    wrapInts(r.i, op.result()->type.dtype);
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::IDiv:
+  case OpKind::IRem:
+  case OpKind::FRem:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Shl:
+  case OpKind::Shr:
+  case OpKind::Min:
+  case OpKind::Max:
+  case OpKind::UMulHi:
+  case OpKind::Pow:
+  case OpKind::Atan2:
+  case OpKind::CmpEq:
+  case OpKind::CmpNe:
+  case OpKind::CmpLt:
+  case OpKind::CmpLe:
+  case OpKind::CmpGt:
+  case OpKind::CmpGe:
+  case OpKind::Neg:
+  case OpKind::Not:
+  case OpKind::Abs:
+  case OpKind::Exp:
+  case OpKind::Exp2:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tanh:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Erf:
+  case OpKind::Select:
+  case OpKind::Fma:
+  case OpKind::AddPtr:
+    execElementwise(op);
+    return;
+  case OpKind::Load:
+    execLoad(op);
+    return;
+  case OpKind::Store:
+    execStore(op);
+    return;
+  case OpKind::MakeBlockPtr: {
+    Tile r;
+    for (auto *v : op.operands)
+      r.i.push_back(val(v).i[0]);
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::Advance: {
+    Tile r = val(op.operand(0));
+    size_t rank = op.operands.size() - 1;
+    for (size_t k = 0; k < rank; ++k)
+      r.i[1 + 2 * rank + k] += val(op.operand(k + 1)).i[0];
+    val(op.result()) = std::move(r);
+    return;
+  }
+  case OpKind::LoadBlock:
+    execBlockAccess(op, false);
+    return;
+  case OpKind::StoreBlock:
+    execBlockAccess(op, true);
+    return;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    execReduce(op);
+    return;
+  case OpKind::CumSum:
+    execCumSum(op);
+    return;
+  case OpKind::Dot:
+    execDot(op);
+    return;
+  case OpKind::For:
+    execFor(op);
+    return;
+  case OpKind::If:
+    execIf(op);
+    return;
+  case OpKind::While:
+    execWhile(op);
+    return;
+  case OpKind::Print:
+    execPrint(op);
+    return;
+  case OpKind::Assert:
+    execAssert(op);
+    return;
+  case OpKind::Yield:
+  case OpKind::Condition:
+  case OpKind::Return:
+    return;
+  }
+}
+
+} // namespace
+
+void launch(const Function &fn, const Launch &launch) {
+  int64_t total = launch.grid[0] * launch.grid[1] * launch.grid[2];
+  if (total <= 0)
+    return;
+  int threads = launch.numThreads > 0 ? launch.numThreads
+                                      : (int)std::max(1u, std::thread::hardware_concurrency());
+  threads = (int)std::min<int64_t>(threads, total);
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex errorMutex;
+  std::string error;
+  auto worker = [&] {
+    Program program(fn, launch);
+    while (!stop.load(std::memory_order_relaxed)) {
+      int64_t k = next.fetch_add(1);
+      if (k >= total)
+        return;
+      int64_t x = k % launch.grid[0], y = (k / launch.grid[0]) % launch.grid[1],
+              z = k / (launch.grid[0] * launch.grid[1]);
+      try {
+        program.run(x, y, z);
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (error.empty())
+          error = e.what();
+        stop = true;
+      }
+    }
+  };
+  if (threads == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back(worker);
+    for (auto &t : pool)
+      t.join();
+  }
+  if (!error.empty())
+    throw KernelError(error);
+}
+
+} // namespace tilec::cpu

@@ -1,0 +1,548 @@
+// The type rules of Tile IR, stated in one place. A broken rule is a compiler
+// bug: verify() throws InternalError naming the rule and printing the op.
+//
+// Rules for every op, from its OpInfo row in ops.def:
+//   - fixed operand / result counts hold; the region count always holds
+//   - operands are defined before use: earlier in the same block, in an enclosing
+//     block, or arguments of an enclosing region (dominance)
+//   - ELEMENTWISE: every operand and the result have one shape
+//   - INTS / FLOATS: operand element types are integers / floats as allowed
+//   - INTS / FLOATS arithmetic (not comparisons): operands and result have one type
+//   - a region (and the function body) ends in its terminator and has no other:
+//     return for the body, condition for while's first region, yield otherwise
+// Rules of single ops are in checkOp's switch, one case per op or family.
+#include "ir/verifier.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+#include "ir/printer.h"
+
+namespace tilec {
+
+namespace {
+
+[[noreturn]] void broken(const std::string &rule, const std::string &where) {
+  throw InternalError("internal error: IR verification failed: " + rule + "\n  in: " + where);
+}
+
+void require(bool ok, const Op &op, const char *rule) {
+  if (!ok)
+    broken(rule, printOp(op));
+}
+
+std::vector<Type> typesOf(const std::vector<Value *> &values, size_t from = 0) {
+  std::vector<Type> types;
+  for (size_t i = from; i < values.size(); ++i)
+    types.push_back(values[i]->type);
+  return types;
+}
+
+std::vector<Type> typesOf(const std::vector<std::unique_ptr<Value>> &values) {
+  std::vector<Type> types;
+  for (const auto &v : values)
+    types.push_back(v->type);
+  return types;
+}
+
+bool isComparison(OpKind kind) {
+  switch (kind) {
+  case OpKind::CmpEq:
+  case OpKind::CmpNe:
+  case OpKind::CmpLt:
+  case OpKind::CmpLe:
+  case OpKind::CmpGt:
+  case OpKind::CmpGe:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isScalarOf(const Type &t, DKind kind) { return t.isScalar() && dtypeKind(t.dtype) == kind; }
+bool isScalarInt(const Type &t) { return t.isScalar() && isInteger(t.dtype); }
+bool isI1(const Type &t) { return t.dtype == DType::I1; }
+bool allScalarInts(const Op &op, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i)
+    if (!isScalarInt(op.operand(i)->type))
+      return false;
+  return true;
+}
+
+bool isPermutation(std::vector<int64_t> order, int rank) {
+  std::vector<int64_t> identity(rank);
+  std::iota(identity.begin(), identity.end(), 0);
+  std::sort(order.begin(), order.end());
+  return order == identity;
+}
+
+bool axisIn(const Op &op, int rank) {
+  int64_t axis = op.intAttr("axis", -1);
+  return op.attr("axis") && axis >= 0 && axis < rank;
+}
+
+std::vector<int64_t> without(std::vector<int64_t> shape, int64_t axis) {
+  shape.erase(shape.begin() + axis);
+  return shape;
+}
+
+// The type a load from / store to pointers `ptr` reads or writes.
+Type pointeeOf(const Type &ptr) { return Type::scalar(ptr.pointee).withShape(ptr.shape); }
+
+// The tile a block pointer addresses.
+Type blockTile(const Type &blockPtr) { return Type::scalar(blockPtr.pointee).withShape(blockPtr.blockShape); }
+
+// The types a region's terminator passes on, checking the terminator's kind.
+std::vector<Type> terminatorTypes(const Op &op, int region, OpKind kind, const char *rule) {
+  const Op *term = op.regions[region]->terminator();
+  require(term && term->kind == kind, op, rule);
+  return typesOf(term->operands);
+}
+
+// --- rules from the op table
+
+void checkCounts(const Op &op) {
+  const OpInfo &info = op.info();
+  require(info.numOperands == VARIADIC || (int)op.operands.size() == info.numOperands, op,
+          "wrong number of operands");
+  require(info.numResults == VARIADIC || (int)op.results.size() == info.numResults, op,
+          "wrong number of results");
+  require((int)op.regions.size() == info.numRegions, op, "wrong number of regions");
+}
+
+void checkElementwise(const Op &op) {
+  if (!op.has(ELEMENTWISE))
+    return;
+  for (const Value *v : op.operands)
+    require(v->type.shape == op.result()->type.shape, op,
+            "elementwise operands and result must have one shape");
+}
+
+void checkOperandKinds(const Op &op) {
+  if (!op.has(INTS) && !op.has(FLOATS))
+    return;
+  for (const Value *v : op.operands) {
+    bool ok = (op.has(INTS) && isInteger(v->type.dtype)) || (op.has(FLOATS) && isFloat(v->type.dtype));
+    require(ok, op, op.has(INTS) ? (op.has(FLOATS) ? "operands must be integers or floats"
+                                                   : "operands must be integers")
+                                 : "operands must be floats");
+  }
+  if (isComparison(op.kind))
+    return;
+  for (const Value *v : op.operands)
+    require(v->type == op.result()->type, op, "operands and result must have one type");
+}
+
+// --- rules of single ops
+
+void checkComparison(const Op &op) {
+  require(op.operand(0)->type == op.operand(1)->type, op, "compared operands must have one type");
+  require(op.result()->type == op.operand(0)->type.withDType(DType::I1), op,
+          "a comparison's result is i1 of the operands' shape");
+}
+
+void checkConstant(const Op &op) {
+  const Attr *value = op.attr("value");
+  require(value && (std::holds_alternative<int64_t>(*value) ||
+                    std::holds_alternative<double>(*value)),
+          op, "constant needs an int or float 'value'");
+  require(std::holds_alternative<int64_t>(*value) || isFloat(op.result()->type.dtype), op,
+          "a float 'value' needs a float type");
+}
+
+void checkProgramIndex(const Op &op) {
+  int64_t axis = op.intAttr("axis", -1);
+  require(op.attr("axis") && axis >= 0 && axis < 3, op, "'axis' must be 0, 1 or 2");
+  require(op.result()->type == Type::scalar(DType::I32), op, "the result must be i32");
+}
+
+void checkMakeRange(const Op &op) {
+  int64_t start = op.intAttr("start"), end = op.intAttr("end");
+  require(op.attr("start") && op.attr("end") && end > start, op, "needs 'start' < 'end'");
+  require(op.result()->type == Type::scalar(DType::I32).withShape({end - start}), op,
+          "the result must be tensor<(end - start)xi32>");
+}
+
+void checkSplat(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  require(in.isScalar() && out.isTensor() && out.element() == in, op,
+          "splat makes a tensor of the scalar operand's type");
+}
+
+void checkBroadcast(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  require(in.element() == out.element() && in.rank() == out.rank(), op,
+          "broadcast keeps the element type and the rank");
+  for (int i = 0; i < in.rank(); ++i)
+    require(in.shape[i] == out.shape[i] || in.shape[i] == 1, op,
+            "broadcast only widens dimensions of size 1");
+}
+
+void checkExpandDims(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  require(axisIn(op, in.rank() + 1), op, "'axis' out of range");
+  std::vector<int64_t> shape = in.shape;
+  shape.insert(shape.begin() + op.intAttr("axis"), 1);
+  require(out == in.withShape(shape), op, "expand_dims inserts a dimension of 1 at 'axis'");
+}
+
+void checkReshape(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  require(in.element() == out.element() && in.numel() == out.numel(), op,
+          "reshape keeps the element type and the number of elements");
+}
+
+void checkTrans(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  std::vector<int64_t> order = op.intsAttr("order");
+  require((int)order.size() == in.rank() && isPermutation(order, in.rank()), op,
+          "'order' must be a permutation of the operand's dimensions");
+  std::vector<int64_t> shape;
+  for (int64_t d : order)
+    shape.push_back(in.shape[d]);
+  require(out == in.withShape(shape), op, "result dim i must be operand dim order[i]");
+}
+
+void checkConversion(const Op &op) {
+  DType in = op.operand(0)->type.dtype, out = op.result()->type.dtype;
+  switch (op.kind) {
+  case OpKind::Cast:
+    return require(!isPointer(in) && !isPointer(out), op, "cast converts numbers");
+  case OpKind::Bitcast:
+    return require(dtypeBits(in) == dtypeBits(out), op, "bitcast keeps the bit width");
+  case OpKind::IntToPtr:
+    return require(isInteger(in) && out == DType::Ptr, op, "int_to_ptr turns ints to !ptr");
+  default:
+    return require(in == DType::Ptr && isInteger(out), op, "ptr_to_int turns !ptr to ints");
+  }
+}
+
+void checkSelect(const Op &op) {
+  require(isI1(op.operand(0)->type), op, "select's condition must be i1");
+  require(op.operand(1)->type == op.result()->type && op.operand(2)->type == op.result()->type,
+          op, "select's branches and result must have one type");
+}
+
+void checkAddPtr(const Op &op) {
+  require(op.operand(0)->type.dtype == DType::Ptr && isInteger(op.operand(1)->type.dtype), op,
+          "addptr adds an integer offset to a !ptr");
+  require(op.result()->type == op.operand(0)->type, op, "addptr's result has the pointer's type");
+}
+
+void checkLoad(const Op &op) {
+  size_t n = op.operands.size();
+  require(n >= 1 && n <= 3, op, "load takes ptr [, mask [, other]]");
+  const Type &ptr = op.operand(0)->type;
+  require(ptr.dtype == DType::Ptr, op, "load reads through a !ptr or a tensor of them");
+  require(op.result()->type == pointeeOf(ptr), op, "load's result is the pointee, shaped as ptr");
+  require(n < 2 || op.operand(1)->type == ptr.withDType(DType::I1), op,
+          "load's mask is i1 shaped as ptr");
+  require(n < 3 || op.operand(2)->type == op.result()->type, op,
+          "load's 'other' has the result type");
+}
+
+void checkStore(const Op &op) {
+  size_t n = op.operands.size();
+  require(n >= 2 && n <= 3, op, "store takes ptr, value [, mask]");
+  const Type &ptr = op.operand(0)->type;
+  require(ptr.dtype == DType::Ptr, op, "store writes through a !ptr or a tensor of them");
+  require(op.operand(1)->type == pointeeOf(ptr), op, "store's value is the pointee, shaped as ptr");
+  require(n < 3 || op.operand(2)->type == ptr.withDType(DType::I1), op,
+          "store's mask is i1 shaped as ptr");
+}
+
+void checkMakeBlockPtr(const Op &op) {
+  const Type &out = op.result()->type;
+  require(!op.operands.empty() && isScalarOf(op.operand(0)->type, DKind::Pointer) &&
+              op.operand(0)->type.dtype == DType::Ptr,
+          op, "make_block_ptr's base is a scalar !ptr");
+  require(out.isScalar() && out.dtype == DType::BlockPtr && out.pointee == op.operand(0)->type.pointee,
+          op, "make_block_ptr's result is a !blockptr to the base's pointee");
+  size_t rank = out.blockShape.size();
+  require(op.operands.size() == 1 + 3 * rank && allScalarInts(op, 1, op.operands.size()), op,
+          "make_block_ptr takes base, then rank scalar ints each of shape, strides, offsets");
+  require(!op.attr("order") || isPermutation(op.intsAttr("order"), (int)rank), op,
+          "'order' must be a permutation of the block's dimensions");
+}
+
+void checkAdvance(const Op &op) {
+  require(!op.operands.empty() && op.operand(0)->type.isScalar() &&
+              op.operand(0)->type.dtype == DType::BlockPtr,
+          op, "advance moves a scalar !blockptr");
+  require(op.operands.size() == 1 + op.operand(0)->type.blockShape.size() &&
+              allScalarInts(op, 1, op.operands.size()),
+          op, "advance takes one scalar int offset per block dimension");
+  require(op.result()->type == op.operand(0)->type, op, "advance keeps the type");
+}
+
+void checkBlockAccess(const Op &op) {
+  const Type &ptr = op.operand(0)->type;
+  require(ptr.isScalar() && ptr.dtype == DType::BlockPtr, op, "operand 0 must be a !blockptr");
+  const Type &tile = op.kind == OpKind::LoadBlock ? op.result()->type : op.operand(1)->type;
+  require(tile == blockTile(ptr), op, "the tile is a tensor of the block's shape and pointee");
+}
+
+void checkReduce(const Op &op) {
+  const Type &in = op.operand(0)->type, &out = op.result()->type;
+  require(axisIn(op, in.rank()), op, "'axis' out of range");
+  bool isArg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
+  DType dtype = isArg ? DType::I32 : in.dtype;
+  Type expected = (isArg ? in.withDType(dtype) : in).withShape(without(in.shape, op.intAttr("axis")));
+  require(out == expected, op, isArg ? "the result is i32, the operand's shape less 'axis'"
+                                     : "the result is the operand's type less 'axis'");
+}
+
+void checkCumSum(const Op &op) {
+  require(axisIn(op, op.operand(0)->type.rank()), op, "'axis' out of range");
+  require(op.result()->type == op.operand(0)->type, op, "cumsum keeps the type");
+}
+
+void checkDot(const Op &op) {
+  const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &acc = op.operand(2)->type;
+  int r = a.rank();
+  require((r == 2 || r == 3) && b.rank() == r && acc.rank() == r, op,
+          "dot's operands are all rank 2, or all rank 3 (batched)");
+  require(r == 2 || (a.shape[0] == b.shape[0] && a.shape[0] == acc.shape[0]), op,
+          "dot's batch dimensions must match");
+  int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[r - 1];
+  require(b.shape[r - 2] == k && acc.shape[r - 2] == m && acc.shape[r - 1] == n, op,
+          "dot needs a [M, K], b [K, N], acc [M, N]");
+  require(op.result()->type == acc, op, "dot's result has the accumulator's type");
+}
+
+void checkFor(const Op &op) {
+  require(op.operands.size() >= 3, op, "for takes lb, ub, step, inits...");
+  const Type &iv = op.operand(0)->type;
+  require(isScalarInt(iv) && op.operand(1)->type == iv && op.operand(2)->type == iv, op,
+          "for's lb, ub and step are scalars of one integer type");
+  std::vector<Type> inits = typesOf(op.operands, 3);
+  require(typesOf(op.results) == inits, op, "for's result types are its inits' types");
+  std::vector<Type> args = {iv};
+  args.insert(args.end(), inits.begin(), inits.end());
+  require(typesOf(op.regions[0]->args) == args, op, "for's body args are iv, then one per init");
+  require(terminatorTypes(op, 0, OpKind::Yield, "for's body must end in yield") == inits, op,
+          "for's yield must match its result types");
+}
+
+void checkIf(const Op &op) {
+  require(op.operands.size() == 1 && op.operand(0)->type == Type::scalar(DType::I1), op,
+          "if takes one scalar i1 condition");
+  std::vector<Type> results = typesOf(op.results);
+  for (int i = 0; i < 2; ++i) {
+    require(op.regions[i]->args.empty(), op, "if's regions take no arguments");
+    require(terminatorTypes(op, i, OpKind::Yield, "if's regions must end in yield") == results, op,
+            "if's yields must match its result types");
+  }
+}
+
+void checkWhile(const Op &op) {
+  std::vector<Type> inits = typesOf(op.operands), results = typesOf(op.results);
+  require(typesOf(op.regions[0]->args) == inits, op, "while's before-region args are the inits");
+  std::vector<Type> cond =
+      terminatorTypes(op, 0, OpKind::Condition, "while's before-region must end in condition");
+  require(!cond.empty() && cond[0] == Type::scalar(DType::I1), op,
+          "condition's first operand is a scalar i1");
+  require(std::vector<Type>(cond.begin() + 1, cond.end()) == results, op,
+          "condition passes values of the result types");
+  require(typesOf(op.regions[1]->args) == results, op, "while's after-region args are the results");
+  require(terminatorTypes(op, 1, OpKind::Yield, "while's after-region must end in yield") == inits,
+          op, "while's yield must match its init types");
+}
+
+void checkAssert(const Op &op) {
+  require(isI1(op.operand(0)->type), op, "assert's operand must be i1");
+}
+
+// The rules of single ops. Every op is listed, so a new one needs a decision here.
+void checkOp(const Op &op) {
+  switch (op.kind) {
+  case OpKind::Constant:
+    return checkConstant(op);
+  case OpKind::ProgramId:
+  case OpKind::NumPrograms:
+    return checkProgramIndex(op);
+  case OpKind::MakeRange:
+    return checkMakeRange(op);
+  case OpKind::Splat:
+    return checkSplat(op);
+  case OpKind::Broadcast:
+    return checkBroadcast(op);
+  case OpKind::ExpandDims:
+    return checkExpandDims(op);
+  case OpKind::Reshape:
+    return checkReshape(op);
+  case OpKind::Trans:
+    return checkTrans(op);
+  case OpKind::Cast:
+  case OpKind::Bitcast:
+  case OpKind::IntToPtr:
+  case OpKind::PtrToInt:
+    return checkConversion(op);
+  case OpKind::CmpEq:
+  case OpKind::CmpNe:
+  case OpKind::CmpLt:
+  case OpKind::CmpLe:
+  case OpKind::CmpGt:
+  case OpKind::CmpGe:
+    return checkComparison(op);
+  case OpKind::Select:
+    return checkSelect(op);
+  case OpKind::AddPtr:
+    return checkAddPtr(op);
+  case OpKind::Load:
+    return checkLoad(op);
+  case OpKind::Store:
+    return checkStore(op);
+  case OpKind::MakeBlockPtr:
+    return checkMakeBlockPtr(op);
+  case OpKind::Advance:
+    return checkAdvance(op);
+  case OpKind::LoadBlock:
+  case OpKind::StoreBlock:
+    return checkBlockAccess(op);
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    return checkReduce(op);
+  case OpKind::CumSum:
+    return checkCumSum(op);
+  case OpKind::Dot:
+    return checkDot(op);
+  case OpKind::For:
+    return checkFor(op);
+  case OpKind::If:
+    return checkIf(op);
+  case OpKind::While:
+    return checkWhile(op);
+  case OpKind::Assert:
+    return checkAssert(op);
+  // Fully covered by the table's rules (arithmetic, math) or free-form.
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::IDiv:
+  case OpKind::IRem:
+  case OpKind::FRem:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Shl:
+  case OpKind::Shr:
+  case OpKind::Min:
+  case OpKind::Max:
+  case OpKind::UMulHi:
+  case OpKind::Pow:
+  case OpKind::Atan2:
+  case OpKind::Neg:
+  case OpKind::Not:
+  case OpKind::Abs:
+  case OpKind::Exp:
+  case OpKind::Exp2:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tanh:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Erf:
+  case OpKind::Fma:
+  case OpKind::Yield:     // placed by checkBlock
+  case OpKind::Condition: // placed by checkBlock
+  case OpKind::Return:    // placed by checkBlock
+  case OpKind::Print:
+    return;
+  }
+}
+
+// The terminator a block must end in: return for the function body, condition
+// for while's first region, yield for every other region.
+OpKind expectedTerminator(const Block &block) {
+  const Op *parent = block.parent;
+  if (!parent)
+    return OpKind::Return;
+  if (parent->kind == OpKind::While && parent->regions[0].get() == &block)
+    return OpKind::Condition;
+  return OpKind::Yield;
+}
+
+// Walks blocks in order, keeping the set of values visible at each op.
+class Verifier {
+public:
+  void checkBlock(const Block &block, const Op *parent);
+
+private:
+  std::unordered_set<const Value *> visible_;
+
+  void checkLinks(const Op &op, const Block &block);
+  void checkTerminator(const Block &block, const Op *parent);
+};
+
+void Verifier::checkLinks(const Op &op, const Block &block) {
+  require(op.parent == &block, op, "op's parent is not the block holding it");
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    const Value &r = *op.results[i];
+    require(r.def == &op && r.owner == nullptr && r.index == (int)i, op,
+            "result's def/owner/index are wrong");
+  }
+  for (const auto &region : op.regions)
+    require(region->parent == &op, op, "region's parent is not its op");
+  for (const Value *v : op.operands)
+    require(v && visible_.count(v), op, "operand is not defined before this use (dominance)");
+}
+
+void Verifier::checkTerminator(const Block &block, const Op *parent) {
+  OpKind want = expectedTerminator(block);
+  std::string where = parent ? printOp(*parent) : "the function body";
+  std::string rule = std::string("block must end in ") + opInfo(want).mnemonic;
+  if (block.ops.empty() || block.ops.back()->kind != want)
+    broken(rule, block.ops.empty() ? where : printOp(*block.ops.back()));
+  for (size_t i = 0; i + 1 < block.ops.size(); ++i)
+    require(!block.ops[i]->has(TERMINATOR), *block.ops[i], "a terminator must be last in its block");
+}
+
+void Verifier::checkBlock(const Block &block, const Op *parent) {
+  if (block.parent != parent)
+    broken("block's parent is not the op holding it", parent ? printOp(*parent) : "the function");
+  std::vector<const Value *> added;
+  for (size_t i = 0; i < block.args.size(); ++i) {
+    const Value &a = *block.args[i];
+    if (a.owner != &block || a.def || a.index != (int)i)
+      broken("block argument's owner/def/index are wrong",
+             parent ? printOp(*parent) : "the function's arguments");
+    visible_.insert(&a);
+    added.push_back(&a);
+  }
+  checkTerminator(block, parent);
+  for (const auto &op : block.ops) {
+    checkCounts(*op);
+    checkLinks(*op, block);
+    checkElementwise(*op);
+    checkOperandKinds(*op);
+    checkOp(*op);
+    for (const auto &region : op->regions)
+      checkBlock(*region, op.get());
+    for (const auto &r : op->results) {
+      visible_.insert(r.get());
+      added.push_back(r.get());
+    }
+  }
+  for (const Value *v : added)
+    visible_.erase(v);
+}
+
+} // namespace
+
+void verify(const Function &fn) {
+  if (!fn.body)
+    broken("function has no body", "@" + fn.name);
+  Verifier().checkBlock(*fn.body, nullptr);
+}
+
+} // namespace tilec

@@ -1,0 +1,78 @@
+// The Tile IR pass pipeline: one straight list of passes, verified at entry and
+// exit, optionally after each pass, with the IR dumped after each pass.
+#include "passes/pipeline.h"
+
+#include <stdexcept>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/passes.h"
+
+namespace tilec {
+
+namespace {
+
+struct Pass {
+  const char *name;
+  bool (*run)(Function &);
+};
+
+// Every pass runPasses knows, by name.
+const Pass kPasses[] = {
+    {"fold", foldConstants},
+    {"cse", eliminateCommonSubexpressions},
+    {"dce", eliminateDeadCode},
+};
+
+// The pipeline, in order.
+const Pass kPipeline[] = {
+    {"fold", foldConstants},
+    {"cse", eliminateCommonSubexpressions},
+    {"fold", foldConstants},
+    {"dce", eliminateDeadCode},
+};
+
+// Verifies with fresh value ids, so that messages name values as printed.
+void verifyNumbered(Function &fn) {
+  fn.renumber();
+  verify(fn);
+}
+
+void dumpAfter(std::ostream &dump, const char *name, bool changed, Function &fn) {
+  if (!changed) {
+    dump << "// " << name << ": unchanged\n";
+    return;
+  }
+  dump << "// -----// IR after " << name << " //----- //\n" << printFunction(fn);
+}
+
+const Pass &passNamed(const std::string &name) {
+  for (const Pass &pass : kPasses)
+    if (name == pass.name)
+      return pass;
+  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce)");
+}
+
+} // namespace
+
+void runPipeline(Function &fn, std::ostream *dump, bool verifyEach) {
+  verifyNumbered(fn);
+  for (const Pass &pass : kPipeline) {
+    bool changed = pass.run(fn);
+    if (dump)
+      dumpAfter(*dump, pass.name, changed, fn);
+    if (verifyEach)
+      verifyNumbered(fn);
+  }
+  verifyNumbered(fn);
+}
+
+void runPasses(Function &fn, const std::vector<std::string> &names) {
+  std::vector<const Pass *> passes;
+  for (const std::string &name : names)
+    passes.push_back(&passNamed(name));
+  for (const Pass *pass : passes)
+    pass->run(fn);
+}
+
+} // namespace tilec

@@ -1,0 +1,41 @@
+// The compile driver.
+#include "runtime/compiler.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "ir/printer.h"
+#include "passes/pipeline.h"
+
+namespace tilec {
+
+static bool dumpRequested() {
+  const char *v = std::getenv("TILEC_DUMP_IR");
+  return v && *v && std::string(v) != "0";
+}
+
+std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
+                                              std::shared_ptr<Resolver> resolver,
+                                              const std::vector<KernelParam> &params) {
+  auto start = std::chrono::steady_clock::now();
+  auto out = std::make_shared<CompiledKernel>();
+  out->fn = lowerKernel(source, std::move(resolver), params);
+  out->name = out->fn->name;
+  out->irAfterSema = printFunction(*out->fn);
+  bool dump = dumpRequested();
+  std::ostringstream log;
+  if (dump)
+    log << "// -----// IR after sema (" << out->name << ") //----- //\n" << out->irAfterSema;
+  runPipeline(*out->fn, dump ? &log : nullptr);
+  out->fn->renumber();
+  out->ir = printFunction(*out->fn);
+  if (dump)
+    std::cerr << log.str() << std::flush;
+  out->compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+} // namespace tilec

@@ -1,0 +1,966 @@
+// The tl.* functions, tensor methods and attributes, and the Python builtins
+// a kernel may call. One table maps each name to its signature and handler.
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "sema/lowerer.h"
+
+namespace tilec {
+
+namespace {
+
+using Args = std::vector<std::optional<Arg>>;
+using Handler = std::function<SVal(Lowerer &, Args &, std::vector<Arg> &, const Expr &)>;
+
+struct BuiltinDef {
+  std::vector<std::string> signature;
+  Handler handler;
+};
+
+bool given(const std::optional<Arg> &a) { return a && !a->val.isNone(); }
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int normalizeAxis(Lowerer &l, int64_t axis, int rank, const Span &span) {
+  if (axis < -rank || axis >= rank)
+    l.error(span, "axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                      std::to_string(rank));
+  return (int)(axis < 0 ? axis + rank : axis);
+}
+
+// --- creation
+
+SVal programId(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call, OpKind kind) {
+  int64_t axis = l.constIntArg(*a[0], "axis");
+  if (axis < 0 || axis > 2)
+    l.error(a[0]->span, "axis must be 0, 1 or 2, got " + std::to_string(axis));
+  Op *op = l.b_.create(kind, {}, {Type::scalar(DType::I32)});
+  op->setAttr("axis", axis);
+  return SVal::tensor(op->result());
+}
+
+SVal arange(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  int64_t start = l.constIntArg(*a[0], "start"), end = l.constIntArg(*a[1], "end");
+  if (end <= start)
+    l.error(call.span, "tl.arange() needs end > start, got arange(" + std::to_string(start) +
+                           ", " + std::to_string(end) + ")");
+  int64_t n = end - start;
+  if ((n & (n - 1)) != 0)
+    l.error(call.span, "tl.arange()'s range must be a power of 2, got " + std::to_string(n));
+  if (start < INT32_MIN || end > INT32_MAX)
+    l.error(call.span, "tl.arange() bounds must fit in int32");
+  Op *op = l.b_.create(OpKind::MakeRange, {}, {Type{DType::I32, DType::I32, {}, {n}}});
+  op->setAttr("start", start);
+  op->setAttr("end", end);
+  return SVal::tensor(op->result());
+}
+
+SVal fullOf(Lowerer &l, const std::vector<int64_t> &shape, const SVal &value, DType d,
+            const Span &span) {
+  l.checkBlockShape(shape, span);
+  Value *s = value.isConst() ? l.constScalar(value.c, d) : l.materialize(value, span, d);
+  if (s->type.isTensor())
+    l.error(span, "tl.full() needs a scalar value, got " + s->type.str());
+  return SVal::tensor(l.splatTo(s, shape));
+}
+
+SVal zeros(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  DType d = given(a[1]) ? l.dtypeArg(*a[1], "dtype") : DType::F32;
+  return fullOf(l, l.shapeArg(*a[0], "shape"), SVal::constant(ConstValue::integer(0)), d,
+                call.span);
+}
+
+SVal zerosLike(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  DType d = given(a[1]) ? l.dtypeArg(*a[1], "dtype") : x->type.dtype;
+  return SVal::tensor(l.splatTo(l.constScalar(ConstValue::integer(0), d), x->type.shape));
+}
+
+SVal full(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  DType d = l.dtypeArg(*a[2], "dtype");
+  return fullOf(l, l.shapeArg(*a[0], "shape"), a[1]->val, d, call.span);
+}
+
+// --- memory
+
+Value *optionalMask(Lowerer &l, const std::optional<Arg> &a) {
+  if (!given(a))
+    return nullptr;
+  if (a->val.isConst() && a->val.c.kind == ConstValue::Bool && a->val.c.b)
+    return nullptr;
+  Value *m = l.materialize(a->val, a->span);
+  if (isPointer(m->type.dtype) || isFloat(m->type.dtype))
+    l.error(a->span, "a mask must be a boolean tensor, got " + m->type.str());
+  return l.toMask(m);
+}
+
+Value *pointerArg(Lowerer &l, const Arg &a, const char *fnName) {
+  Value *p = l.tensorArg(a, "pointer");
+  if (!isPointer(p->type.dtype))
+    l.error(a.span, std::string(fnName) + "() expects a pointer, got " + p->type.str() +
+                        "; pass a tensor argument or add offsets to one");
+  return p;
+}
+
+SVal load(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = pointerArg(l, *a[0], "tl.load");
+  if (ptr->type.dtype == DType::BlockPtr) {
+    Op *op = l.b_.create(OpKind::LoadBlock, {ptr},
+                         {Type::scalar(ptr->type.pointee).withShape(ptr->type.blockShape)});
+    std::vector<int64_t> check;
+    if (given(a[3])) {
+      auto dims = a[3]->val.c.kind == ConstValue::Tuple ? a[3]->val.c.elems
+                                                        : std::vector<ConstValue>{a[3]->val.c};
+      for (auto &d : dims)
+        check.push_back(normalizeAxis(l, d.asInt(), (int)ptr->type.blockShape.size(), a[3]->span));
+    }
+    op->setAttr("boundary_check", check);
+    std::string pad = given(a[4]) && a[4]->val.c.kind == ConstValue::Str ? a[4]->val.c.s : "zero";
+    if (pad != "zero" && pad != "nan" && pad != "")
+      l.error(a[4]->span, "padding_option must be 'zero' or 'nan', got '" + pad + "'");
+    op->setAttr("padding", pad.empty() ? "zero" : pad);
+    return SVal::tensor(op->result());
+  }
+  Value *mask = optionalMask(l, a[1]);
+  if (mask) {
+    auto [p, m] = l.broadcastPair(ptr, mask, call.span);
+    ptr = p;
+    mask = m;
+  }
+  Type resultType = Type::scalar(ptr->type.pointee).withShape(ptr->type.shape);
+  std::vector<Value *> operands = {ptr};
+  if (mask) {
+    operands.push_back(mask);
+    if (given(a[2])) {
+      Value *other = l.materialize(a[2]->val, a[2]->span, ptr->type.pointee);
+      operands.push_back(l.broadcastTo(other, ptr->type.shape, a[2]->span));
+    }
+  } else if (given(a[2])) {
+    l.error(a[2]->span, "tl.load(): 'other' needs a 'mask'");
+  }
+  return SVal::tensor(l.b_.create1(OpKind::Load, operands, resultType));
+}
+
+SVal store(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = pointerArg(l, *a[0], "tl.store");
+  if (ptr->type.dtype == DType::BlockPtr) {
+    Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
+    v = l.broadcastTo(v, ptr->type.blockShape, a[1]->span);
+    Op *op = l.b_.create(OpKind::StoreBlock, {ptr, v}, {});
+    std::vector<int64_t> check;
+    if (given(a[3])) {
+      auto dims = a[3]->val.c.kind == ConstValue::Tuple ? a[3]->val.c.elems
+                                                        : std::vector<ConstValue>{a[3]->val.c};
+      for (auto &d : dims)
+        check.push_back(normalizeAxis(l, d.asInt(), (int)ptr->type.blockShape.size(), a[3]->span));
+    }
+    op->setAttr("boundary_check", check);
+    return SVal::constant(ConstValue::none());
+  }
+  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
+  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
+  Value *mask = optionalMask(l, a[2]);
+  std::vector<Value *> operands = {p, bv};
+  if (mask) {
+    auto [p2, m] = l.broadcastPair(p, mask, call.span);
+    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
+  }
+  l.b_.create(OpKind::Store, operands, {});
+  return SVal::constant(ConstValue::none());
+}
+
+SVal makeBlockPtr(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *base = pointerArg(l, *a[0], "tl.make_block_ptr");
+  if (base->type.isTensor() || base->type.dtype != DType::Ptr)
+    l.error(a[0]->span, "tl.make_block_ptr() needs a scalar pointer base, got " + base->type.str());
+  std::vector<int64_t> block = l.shapeArg(*a[4], "block_shape");
+  l.checkBlockShape(block, a[4]->span);
+  size_t rank = block.size();
+  std::vector<Value *> operands = {base};
+  const char *names[] = {"shape", "strides", "offsets"};
+  for (int k = 0; k < 3; ++k) {
+    const SVal &v = a[k + 1]->val;
+    std::vector<SVal> elems;
+    if (v.kind == SVal::Tuple)
+      elems = v.elems;
+    else if (v.isConst() && v.c.kind == ConstValue::Tuple)
+      for (auto &c : v.c.elems)
+        elems.push_back(SVal::constant(c));
+    else
+      l.error(a[k + 1]->span, std::string(names[k]) + " must be a tuple");
+    if (elems.size() != rank)
+      l.error(a[k + 1]->span, std::string(names[k]) + " has " + std::to_string(elems.size()) +
+                                  " entries but block_shape has " + std::to_string(rank));
+    for (auto &e : elems) {
+      Value *x = l.materialize(e, a[k + 1]->span, k == 2 ? DType::I32 : DType::I64);
+      operands.push_back(x);
+    }
+  }
+  std::vector<int64_t> order = l.shapeArg(*a[5], "order");
+  Op *op = l.b_.create(OpKind::MakeBlockPtr, operands,
+                       {Type::blockPointer(base->type.pointee, block)});
+  op->setAttr("order", order);
+  return SVal::tensor(op->result());
+}
+
+SVal advance(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *p = l.tensorArg(*a[0], "base");
+  if (p->type.dtype != DType::BlockPtr)
+    l.error(a[0]->span, "tl.advance() needs a block pointer, got " + p->type.str());
+  const SVal &v = a[1]->val;
+  std::vector<SVal> elems;
+  if (v.kind == SVal::Tuple)
+    elems = v.elems;
+  else if (v.isConst() && v.c.kind == ConstValue::Tuple)
+    for (auto &c : v.c.elems)
+      elems.push_back(SVal::constant(c));
+  if (elems.size() != p->type.blockShape.size())
+    l.error(a[1]->span, "tl.advance() needs one offset per block dimension");
+  std::vector<Value *> operands = {p};
+  for (auto &e : elems)
+    operands.push_back(l.materialize(e, a[1]->span, DType::I32));
+  return SVal::tensor(l.b_.create1(OpKind::Advance, operands, p->type));
+}
+
+// --- math
+
+SVal unaryMath(Lowerer &l, Args &a, const Expr &call, OpKind kind, const char *name,
+               bool intsToo) {
+  Value *x = l.materialize(a[0]->val, a[0]->span);
+  DType d = x->type.dtype;
+  if (isPointer(d) || (!isFloat(d) && !intsToo))
+    l.error(a[0]->span, std::string("tl.") + name + "() expects a floating-point tensor, got " +
+                            x->type.str());
+  return SVal::tensor(l.b_.create1(kind, {x}, x->type));
+}
+
+// Operands of a float binary or ternary function, promoted to one float type.
+std::vector<Value *> floatOperands(Lowerer &l, Args &a, size_t n, const char *name) {
+  SVal acc = a[0]->val;
+  DType t = DType::F32;
+  for (size_t i = 0; i < n; ++i)
+    if (a[i]->val.isTensor() && isFloat(a[i]->val.v->type.dtype) &&
+        dtypeBits(a[i]->val.v->type.dtype) > dtypeBits(t))
+      t = a[i]->val.v->type.dtype;
+  bool allHalf = true;
+  for (size_t i = 0; i < n; ++i)
+    allHalf = allHalf && (a[i]->val.isConst() || a[i]->val.v->type.dtype == a[0]->val.v->type.dtype);
+  if (allHalf && a[0]->val.isTensor() && isFloat(a[0]->val.v->type.dtype))
+    t = a[0]->val.v->type.dtype;
+  std::vector<Value *> vs;
+  for (size_t i = 0; i < n; ++i) {
+    Value *v = l.materialize(a[i]->val, a[i]->span, t);
+    vs.push_back(v);
+  }
+  std::vector<int64_t> shape;
+  for (auto *v : vs)
+    if (v->type.rank() > (int)shape.size())
+      shape = v->type.shape;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      auto [x, y] = l.broadcastPair(vs[i], vs[j], a[i]->span);
+      vs[i] = x;
+      vs[j] = y;
+    }
+  }
+  (void)name;
+  return vs;
+}
+
+// --- reductions
+
+SVal sum(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  DType d = x->type.dtype;
+  if (given(a[3]))
+    d = l.dtypeArg(*a[3], "dtype");
+  else if (isInteger(d) && dtypeBits(d) < 32)
+    d = isUnsigned(d) ? DType::U32 : DType::I32;
+  x = l.castTo(x, d);
+  bool keep = given(a[2]) && a[2]->val.c.truthy();
+  return l.reduce(OpKind::ReduceSum, x, a[1] ? a[1]->val : SVal(), keep, call.span);
+}
+
+SVal maxMin(Lowerer &l, Args &a, const Expr &call, bool isMax) {
+  Value *x = l.tensorArg(*a[0], "input");
+  bool keep = given(a[4]) && a[4]->val.c.truthy();
+  SVal axis = a[1] ? a[1]->val : SVal();
+  SVal r = l.reduce(isMax ? OpKind::ReduceMax : OpKind::ReduceMin, x, axis, keep, call.span);
+  if (given(a[2]) && a[2]->val.c.truthy()) {
+    SVal idx = l.reduce(isMax ? OpKind::ArgMax : OpKind::ArgMin, x, axis, keep, call.span);
+    return SVal::tuple({r, idx});
+  }
+  return r;
+}
+
+SVal argMaxMin(Lowerer &l, Args &a, const Expr &call, bool isMax) {
+  Value *x = l.tensorArg(*a[0], "input");
+  bool keep = given(a[3]) && a[3]->val.c.truthy();
+  return l.reduce(isMax ? OpKind::ArgMax : OpKind::ArgMin, x, a[1]->val, keep, call.span);
+}
+
+SVal cumsum(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  if (x->type.isScalar())
+    l.error(a[0]->span, "tl.cumsum() needs a tensor");
+  int64_t axis = given(a[1]) ? l.constIntArg(*a[1], "axis") : 0;
+  int ax = normalizeAxis(l, axis, x->type.rank(), call.span);
+  DType d = x->type.dtype;
+  if (isInteger(d) && dtypeBits(d) < 32)
+    x = l.castTo(x, isUnsigned(d) ? DType::U32 : DType::I32);
+  Op *op = l.b_.create(OpKind::CumSum, {x}, {x->type});
+  op->setAttr("axis", (int64_t)ax);
+  op->setAttr("reverse", (int64_t)(given(a[2]) && a[2]->val.c.truthy()));
+  return SVal::tensor(op->result());
+}
+
+// --- dot
+
+SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input"), *y = l.tensorArg(*a[1], "other");
+  int rank = x->type.rank();
+  if ((rank != 2 && rank != 3) || y->type.rank() != rank)
+    l.error(call.span, "tl.dot() needs two 2-D (or two 3-D) tensors, got " + x->type.str() +
+                           " and " + y->type.str());
+  int64_t m = x->type.shape[rank - 2], k = x->type.shape[rank - 1];
+  int64_t k2 = y->type.shape[rank - 2], n = y->type.shape[rank - 1];
+  if (k != k2 || (rank == 3 && x->type.shape[0] != y->type.shape[0]))
+    l.error(call.span, "tl.dot(): incompatible shapes " + x->type.str() + " and " + y->type.str());
+  if (m < 16 || n < 16 || k < 16)
+    l.error(call.span, "tl.dot() needs every dimension to be at least 16, got M=" +
+                           std::to_string(m) + ", N=" + std::to_string(n) + ", K=" +
+                           std::to_string(k));
+  DType dx = x->type.dtype, dy = y->type.dtype;
+  if (dx != dy) {
+    if (isFloat(dx) && isFloat(dy) && dtypeBits(dx) >= 16 && dtypeBits(dy) >= 16) {
+      DType t = dtypeBits(dx) >= dtypeBits(dy) ? dx : dy;
+      x = l.castTo(x, t);
+      y = l.castTo(y, t);
+      dx = dy = t;
+    } else if (!(dtypeBits(dx) == 8 && dtypeBits(dy) == 8 && isFloat(dx) && isFloat(dy))) {
+      l.error(call.span, std::string("tl.dot() operands must have the same dtype, got ") +
+                             dtypeName(dx) + " and " + dtypeName(dy));
+    }
+  }
+  bool isInt = isInteger(dx);
+  if (isInt && dx != DType::I8 && dx != DType::U8)
+    l.error(call.span, std::string("tl.dot() supports int8 but not ") + dtypeName(dx));
+  DType out = isInt ? DType::I32 : DType::F32;
+  if (given(a[6]))
+    out = l.dtypeArg(*a[6], "out_dtype");
+  std::vector<int64_t> shape = x->type.shape;
+  shape[rank - 1] = n;
+  Value *acc;
+  if (given(a[2])) {
+    acc = l.tensorArg(*a[2], "acc");
+    if (acc->type.shape != shape)
+      l.error(a[2]->span, "tl.dot(): acc has shape " + shapeStr(acc->type.shape) +
+                              " but the product has shape " + shapeStr(shape));
+  } else {
+    acc = l.splatTo(l.constScalar(ConstValue::integer(0), out), shape);
+  }
+  std::string precision = dx == DType::F32 ? "tf32" : "ieee";
+  if (given(a[4]) && a[4]->val.isConst() && a[4]->val.c.kind == ConstValue::Bool &&
+      !a[4]->val.c.b)
+    precision = "ieee";
+  if (given(a[3])) {
+    if (!a[3]->val.isConst() || a[3]->val.c.kind != ConstValue::Str)
+      l.error(a[3]->span, "input_precision must be a string");
+    precision = a[3]->val.c.s;
+    if (precision != "tf32" && precision != "tf32x3" && precision != "ieee")
+      l.error(a[3]->span, "input_precision must be 'tf32', 'tf32x3' or 'ieee', got '" +
+                              precision + "'");
+  }
+  if (dx != DType::F32)
+    precision = "ieee";
+  Op *op = l.b_.create(OpKind::Dot, {x, y, acc}, {acc->type});
+  op->setAttr("input_precision", precision);
+  return SVal::tensor(op->result());
+}
+
+// --- shapes
+
+std::vector<int64_t> shapeFromRest(Lowerer &l, const std::optional<Arg> &first,
+                                   std::vector<Arg> &rest, const char *what) {
+  std::vector<int64_t> shape;
+  if (first) {
+    std::vector<int64_t> s = l.shapeArg(*first, what);
+    shape.insert(shape.end(), s.begin(), s.end());
+  }
+  for (auto &r : rest) {
+    std::vector<int64_t> s = l.shapeArg(r, what);
+    shape.insert(shape.end(), s.begin(), s.end());
+  }
+  return shape;
+}
+
+SVal reshapeFn(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  std::vector<int64_t> shape = shapeFromRest(l, a[1], rest, "shape");
+  l.checkBlockShape(shape, call.span);
+  return SVal::tensor(l.reshape(x, shape, call.span));
+}
+
+SVal transFn(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  std::vector<int64_t> order = shapeFromRest(l, a[1], rest, "dims");
+  int rank = x->type.rank();
+  if (order.empty()) {
+    if (rank < 2)
+      return SVal::tensor(x);
+    for (int i = 0; i < rank; ++i)
+      order.push_back(i);
+    std::swap(order[rank - 1], order[rank - 2]);
+  }
+  std::vector<bool> seen(rank, false);
+  if ((int)order.size() != rank)
+    l.error(call.span, "the permutation needs " + std::to_string(rank) + " dims, got " +
+                           shapeStr(order));
+  std::vector<int64_t> shape;
+  for (int64_t d : order) {
+    if (d < 0 || d >= rank || seen[d])
+      l.error(call.span, shapeStr(order) + " is not a permutation of the dims of " + x->type.str());
+    seen[d] = true;
+    shape.push_back(x->type.shape[d]);
+  }
+  Op *op = l.b_.create(OpKind::Trans, {x}, {x->type.withShape(shape)});
+  op->setAttr("order", order);
+  return SVal::tensor(op->result());
+}
+
+SVal broadcastToFn(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  std::vector<int64_t> shape = shapeFromRest(l, a[1], rest, "shape");
+  return SVal::tensor(l.broadcastTo(x, shape, call.span));
+}
+
+SVal expandDimsFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  std::vector<int64_t> axes = l.shapeArg(*a[1], "axis");
+  int newRank = x->type.rank() + (int)axes.size();
+  std::vector<int64_t> norm;
+  for (int64_t ax : axes)
+    norm.push_back(normalizeAxis(l, ax, newRank, a[1]->span));
+  std::sort(norm.begin(), norm.end());
+  for (int64_t ax : norm)
+    x = l.expandDims(x, (int)ax);
+  return SVal::tensor(x);
+}
+
+SVal castFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.materialize(a[0]->val, a[0]->span);
+  ConstValue dt = a[1]->val.c;
+  if (!a[1]->val.isConst() || dt.kind != ConstValue::DTypeValue)
+    l.error(a[1]->span, "expected a dtype such as tl.float16, got " + a[1]->val.describe());
+  bool bitcast = given(a[3]) && a[3]->val.c.truthy();
+  Type target = dt.type.withShape(x->type.shape);
+  if (isPointer(target.dtype) || isPointer(x->type.dtype)) {
+    if (isPointer(target.dtype) && isPointer(x->type.dtype))
+      return SVal::tensor(l.b_.create1(OpKind::Bitcast, {x}, target));
+    if (isPointer(x->type.dtype))
+      return SVal::tensor(l.b_.create1(OpKind::PtrToInt, {x}, target));
+    return SVal::tensor(l.b_.create1(OpKind::IntToPtr, {x}, target));
+  }
+  if (bitcast) {
+    if (dtypeBits(target.dtype) != dtypeBits(x->type.dtype))
+      l.error(call.span, std::string("a bitcast needs equal bit widths, got ") +
+                             dtypeName(x->type.dtype) + " and " + dtypeName(target.dtype));
+    if (target.dtype == x->type.dtype)
+      return SVal::tensor(x);
+    return SVal::tensor(l.b_.create1(OpKind::Bitcast, {x}, target));
+  }
+  Value *r = l.castTo(x, target.dtype);
+  if (given(a[2]) && r != x && r->def && r->def->kind == OpKind::Cast)
+    r->def->setAttr("rounding", a[2]->val.c.s);
+  return SVal::tensor(r);
+}
+
+SVal deviceAssert(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  std::string msg = given(a[1]) && a[1]->val.c.kind == ConstValue::Str ? a[1]->val.c.s : "";
+  if (a[0]->val.isConst()) {
+    if (!a[0]->val.c.truthy())
+      l.error(a[0]->span, "assertion failed" + (msg.empty() ? "" : ": " + msg));
+    return SVal::constant(ConstValue::none());
+  }
+  Value *c = l.toMask(l.materialize(a[0]->val, a[0]->span));
+  Op *op = l.b_.create(OpKind::Assert, {c}, {});
+  op->setAttr("message", msg);
+  return SVal::constant(ConstValue::none());
+}
+
+SVal devicePrint(Lowerer &l, const std::string &prefix, std::vector<Arg> &rest, bool hex) {
+  std::vector<Value *> vs;
+  for (auto &r : rest) {
+    if (r.val.isConst() && r.val.c.kind == ConstValue::Str)
+      continue;
+    vs.push_back(l.materialize(r.val, r.span));
+  }
+  Op *op = l.b_.create(OpKind::Print, vs, {});
+  op->setAttr("prefix", prefix);
+  op->setAttr("hex", (int64_t)hex);
+  return SVal::constant(ConstValue::none());
+}
+
+SVal pyMinMax(Lowerer &l, std::vector<Arg> &rest, const Expr &call, bool isMax) {
+  if (rest.size() == 1 && rest[0].val.isConst() && rest[0].val.c.kind == ConstValue::Tuple) {
+    std::vector<Arg> items;
+    for (auto &c : rest[0].val.c.elems)
+      items.push_back({SVal::constant(c), rest[0].span});
+    return pyMinMax(l, items, call, isMax);
+  }
+  if (rest.empty())
+    l.error(call.span, std::string(isMax ? "max" : "min") + "() needs at least one argument");
+  SVal acc = rest[0].val;
+  for (size_t i = 1; i < rest.size(); ++i) {
+    const SVal &v = rest[i].val;
+    if (acc.isConst() && v.isConst()) {
+      bool greater = l.constCompare(CmpOpKind::Gt, v.c, acc.c, call.span).b;
+      bool less = l.constCompare(CmpOpKind::Lt, v.c, acc.c, call.span).b;
+      if (isMax ? greater : less)
+        acc = v;
+    } else {
+      acc = l.minMax(isMax, acc, v, call.span);
+    }
+  }
+  return acc;
+}
+
+ConstValue constArg(Lowerer &l, const Arg &a, const char *fn) {
+  if (!a.val.isConst())
+    l.error(a.span, std::string(fn) + "() needs a constexpr argument here, got " + a.val.describe());
+  return a.val.c;
+}
+
+SVal pyNumber(Lowerer &l, Args &a, const Expr &call, const char *kind) {
+  if (!given(a[0]))
+    return SVal::constant(std::string(kind) == "float" ? ConstValue::floating(0)
+                                                      : ConstValue::integer(0));
+  ConstValue c = constArg(l, *a[0], kind);
+  std::string k = kind;
+  if (c.kind == ConstValue::Str) {
+    if (k != "float")
+      l.error(a[0]->span, k + "() of a string is not supported in kernels");
+    std::string s = c.s;
+    for (auto &ch : s)
+      ch = (char)std::tolower(ch);
+    if (s == "inf" || s == "+inf" || s == "infinity")
+      return SVal::constant(ConstValue::floating(INFINITY));
+    if (s == "-inf" || s == "-infinity")
+      return SVal::constant(ConstValue::floating(-INFINITY));
+    if (s == "nan")
+      return SVal::constant(ConstValue::floating(NAN));
+    try {
+      return SVal::constant(ConstValue::floating(std::stod(c.s)));
+    } catch (...) {
+      l.error(a[0]->span, "could not convert string to float: '" + c.s + "'");
+    }
+  }
+  if (!c.isNumber())
+    l.error(a[0]->span, k + "() needs a number, got " + c.repr());
+  if (k == "float")
+    return SVal::constant(ConstValue::floating(c.asDouble()));
+  if (k == "bool")
+    return SVal::constant(ConstValue::boolean(c.truthy()));
+  return SVal::constant(ConstValue::integer(c.kind == ConstValue::Float ? (int64_t)c.f : c.asInt()));
+}
+
+SVal cdivFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  const SVal &x = a[0]->val, &d = a[1]->val;
+  SVal one = SVal::constant(ConstValue::integer(1));
+  SVal num = l.binary(BinOpKind::Sub, l.binary(BinOpKind::Add, x, d, call.span), one, call.span);
+  if (num.isConst() && d.isConst())
+    return SVal::constant(l.constBinary(BinOpKind::FloorDiv, num.c, d.c, call.span));
+  return l.binary(BinOpKind::FloorDiv, num, d, call.span);
+}
+
+std::map<std::string, BuiltinDef> makeTable() {
+  std::map<std::string, BuiltinDef> t;
+  auto add = [&](std::string name, std::vector<std::string> sig, Handler h) {
+    t[name] = BuiltinDef{std::move(sig), std::move(h)};
+  };
+  using R = std::vector<Arg>;
+  add("program_id", {"axis"}, [](Lowerer &l, Args &a, R &r, const Expr &c) {
+    return programId(l, a, r, c, OpKind::ProgramId);
+  });
+  add("num_programs", {"axis"}, [](Lowerer &l, Args &a, R &r, const Expr &c) {
+    return programId(l, a, r, c, OpKind::NumPrograms);
+  });
+  add("arange", {"start", "end"}, arange);
+  add("zeros", {"shape", "dtype="}, zeros);
+  add("zeros_like", {"input", "dtype="}, zerosLike);
+  add("full", {"shape", "value", "dtype"}, full);
+  add("load", {"pointer", "mask=", "other=", "boundary_check=", "padding_option=",
+               "cache_modifier=", "eviction_policy=", "volatile="},
+      load);
+  add("store", {"pointer", "value", "mask=", "boundary_check=", "cache_modifier=",
+                "eviction_policy="},
+      store);
+  add("make_block_ptr", {"base", "shape", "strides", "offsets", "block_shape", "order"},
+      makeBlockPtr);
+  add("advance", {"base", "offsets"}, advance);
+  add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);
+  });
+  add("maximum", {"x", "y", "propagate_nan="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return l.minMax(true, a[0]->val, a[1]->val, c.span);
+  });
+  add("minimum", {"x", "y", "propagate_nan="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return l.minMax(false, a[0]->val, a[1]->val, c.span);
+  });
+  add("clamp", {"x", "min", "max", "propagate_nan="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    SVal lo = l.minMax(true, a[0]->val, a[1]->val, c.span);
+    return l.minMax(false, lo, a[2]->val, c.span);
+  });
+  struct MathFn {
+    const char *name;
+    OpKind kind;
+    bool ints;
+  };
+  static const MathFn math[] = {
+      {"exp", OpKind::Exp, false},     {"exp2", OpKind::Exp2, false},
+      {"log", OpKind::Log, false},     {"log2", OpKind::Log2, false},
+      {"sqrt", OpKind::Sqrt, false},   {"sqrt_rn", OpKind::Sqrt, false},
+      {"rsqrt", OpKind::Rsqrt, false}, {"abs", OpKind::Abs, true},
+      {"sin", OpKind::Sin, false},     {"cos", OpKind::Cos, false},
+      {"floor", OpKind::Floor, false}, {"ceil", OpKind::Ceil, false},
+      {"erf", OpKind::Erf, false},     {"tanh", OpKind::Tanh, false}};
+  for (const MathFn &m : math) {
+    Handler h = [m](Lowerer &l, Args &a, R &, const Expr &c) {
+      return unaryMath(l, a, c, m.kind, m.name, m.ints);
+    };
+    if (std::string(m.name) != "tanh")
+      add(m.name, {"x"}, h);
+    add(std::string("math.") + m.name, {"x"}, h);
+  }
+  Handler sigmoid = [](Lowerer &l, Args &a, R &, const Expr &c) {
+    Value *x = unaryMath(l, a, c, OpKind::Neg, "sigmoid", false).v;
+    Value *e = l.b_.create1(OpKind::Exp, {x}, x->type);
+    Value *one = l.splatTo(l.constScalar(ConstValue::floating(1.0), x->type.dtype), x->type.shape);
+    Value *den = l.b_.create1(OpKind::Add, {one, e}, x->type);
+    return SVal::tensor(l.b_.create1(OpKind::Div, {one, den}, x->type));
+  };
+  add("sigmoid", {"x"}, sigmoid);
+  add("math.sigmoid", {"x"}, sigmoid);
+  Handler fma = [](Lowerer &l, Args &a, R &, const Expr &c) {
+    auto v = floatOperands(l, a, 3, "fma");
+    return SVal::tensor(l.b_.create1(OpKind::Fma, v, v[0]->type));
+  };
+  add("fma", {"x", "y", "z"}, fma);
+  add("math.fma", {"x", "y", "z"}, fma);
+  auto binaryFloat = [&](const char *name, OpKind kind) {
+    Handler h = [kind, name](Lowerer &l, Args &a, R &, const Expr &c) {
+      auto v = floatOperands(l, a, 2, name);
+      return SVal::tensor(l.b_.create1(kind, v, v[0]->type));
+    };
+    return h;
+  };
+  add("div_rn", {"x", "y"}, binaryFloat("div_rn", OpKind::Div));
+  add("math.div_rn", {"x", "y"}, binaryFloat("div_rn", OpKind::Div));
+  add("fdiv", {"x", "y", "ieee_rounding="}, binaryFloat("fdiv", OpKind::Div));
+  add("math.fdiv", {"x", "y", "ieee_rounding="}, binaryFloat("fdiv", OpKind::Div));
+  add("math.pow", {"x", "y"}, binaryFloat("pow", OpKind::Pow));
+  add("math.atan2", {"x", "y"}, binaryFloat("atan2", OpKind::Atan2));
+  Handler umulhi = [](Lowerer &l, Args &a, R &, const Expr &c) {
+    SVal x = a[0]->val, y = a[1]->val;
+    DType t = l.computationType(x, y, false, c.span);
+    Value *vx = l.materialize(x, c.span, t), *vy = l.materialize(y, c.span, t);
+    auto [bx, by] = l.broadcastPair(vx, vy, c.span);
+    return SVal::tensor(l.b_.create1(OpKind::UMulHi, {bx, by}, bx->type));
+  };
+  add("umulhi", {"x", "y"}, umulhi);
+  add("math.umulhi", {"x", "y"}, umulhi);
+  add("cdiv", {"x", "div"}, cdivFn);
+  add("math.cdiv", {"x", "div"}, cdivFn);
+  add("next_power_of_2", {"n"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    int64_t n = l.constIntArg(*a[0], "n"), p = 1;
+    while (p < n)
+      p <<= 1;
+    return SVal::constant(ConstValue::integer(p));
+  });
+  add("sum", {"input", "axis=", "keep_dims=", "dtype="}, sum);
+  add("max", {"input", "axis=", "return_indices=", "return_indices_tie_break_left=", "keep_dims="},
+      [](Lowerer &l, Args &a, R &, const Expr &c) { return maxMin(l, a, c, true); });
+  add("min", {"input", "axis=", "return_indices=", "return_indices_tie_break_left=", "keep_dims="},
+      [](Lowerer &l, Args &a, R &, const Expr &c) { return maxMin(l, a, c, false); });
+  add("argmax", {"input", "axis", "tie_break_left=", "keep_dims="},
+      [](Lowerer &l, Args &a, R &, const Expr &c) { return argMaxMin(l, a, c, true); });
+  add("argmin", {"input", "axis", "tie_break_left=", "keep_dims="},
+      [](Lowerer &l, Args &a, R &, const Expr &c) { return argMaxMin(l, a, c, false); });
+  add("cumsum", {"input", "axis=", "reverse="}, cumsum);
+  add("softmax", {"x", "ieee_rounding="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    Value *x = l.tensorArg(*a[0], "x");
+    SVal zero = SVal::constant(ConstValue::integer(0));
+    SVal m = l.reduce(OpKind::ReduceMax, x, zero, true, c.span);
+    SVal z = l.binary(BinOpKind::Sub, SVal::tensor(x), m, c.span);
+    Value *num = l.b_.create1(OpKind::Exp, {z.v}, z.v->type);
+    SVal den = l.reduce(OpKind::ReduceSum, num, zero, true, c.span);
+    return l.binary(BinOpKind::Div, SVal::tensor(num), den, c.span);
+  });
+  add("dot", {"input", "other", "acc=", "input_precision=", "allow_tf32=",
+              "max_num_imprecise_acc=", "out_dtype="},
+      dot);
+  add("reshape", {"input", "shape=", "*shape", "can_reorder="}, reshapeFn);
+  add("view", {"input", "shape=", "*shape"}, reshapeFn);
+  add("ravel", {"x", "can_reorder="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    Value *x = l.tensorArg(*a[0], "x");
+    return SVal::tensor(l.reshape(x, {x->type.numel()}, c.span));
+  });
+  add("trans", {"input", "dims=", "*dims"}, transFn);
+  add("permute", {"input", "dims=", "*dims"}, transFn);
+  add("broadcast_to", {"input", "shape=", "*shape"}, broadcastToFn);
+  add("broadcast", {"input", "other"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    Value *x = l.tensorArg(*a[0], "input"), *y = l.tensorArg(*a[1], "other");
+    auto [bx, by] = l.broadcastPair(x, y, c.span);
+    return SVal::tuple({SVal::tensor(bx), SVal::tensor(by)});
+  });
+  add("expand_dims", {"input", "axis"}, expandDimsFn);
+  add("cast", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
+  add("to", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
+  Handler identity = [](Lowerer &l, Args &a, R &, const Expr &c) { return a[0]->val; };
+  add("multiple_of", {"input", "values"}, identity);
+  add("max_contiguous", {"input", "values"}, identity);
+  add("max_constancy", {"input", "values"}, identity);
+  add("constexpr", {"value"}, identity);
+  add("debug_barrier", {}, [](Lowerer &, Args &, R &, const Expr &) {
+    return SVal::constant(ConstValue::none());
+  });
+  add("pointer_type", {"element_ty", "address_space="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return SVal::constant(ConstValue::dtype(Type::pointer(l.dtypeArg(*a[0], "element_ty"))));
+  });
+  add("static_assert", {"cond", "msg="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    ConstValue cond = constArg(l, *a[0], "tl.static_assert");
+    if (!cond.truthy()) {
+      std::string msg = given(a[1]) ? a[1]->val.c.s : "";
+      l.error(a[0]->span, "static assertion failed" + (msg.empty() ? "" : ": " + msg));
+    }
+    return SVal::constant(ConstValue::none());
+  });
+  add("static_print", {"*values"}, [](Lowerer &, Args &, R &r, const Expr &) {
+    return SVal::constant(ConstValue::none());
+  });
+  add("device_assert", {"cond", "msg=", "mask="}, deviceAssert);
+  add("device_print", {"prefix", "*args", "hex="}, [](Lowerer &l, Args &a, R &r, const Expr &c) {
+    std::string prefix = a[0]->val.isConst() ? a[0]->val.c.s : "";
+    return devicePrint(l, prefix, r, given(a[1]) && a[1]->val.c.truthy());
+  });
+  add("py.print", {"*args"}, [](Lowerer &l, Args &, R &r, const Expr &c) {
+    std::string prefix;
+    for (auto &x : r)
+      if (x.val.isConst() && x.val.c.kind == ConstValue::Str)
+        prefix += x.val.c.s + " ";
+    return devicePrint(l, prefix, r, false);
+  });
+  add("py.min", {"*args"}, [](Lowerer &l, Args &, R &r, const Expr &c) {
+    return pyMinMax(l, r, c, false);
+  });
+  add("py.max", {"*args"}, [](Lowerer &l, Args &, R &r, const Expr &c) {
+    return pyMinMax(l, r, c, true);
+  });
+  add("py.len", {"obj"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    const SVal &v = a[0]->val;
+    if (v.kind == SVal::Tuple)
+      return SVal::constant(ConstValue::integer((int64_t)v.elems.size()));
+    if (v.isConst() && v.c.kind == ConstValue::Tuple)
+      return SVal::constant(ConstValue::integer((int64_t)v.c.elems.size()));
+    if (v.isConst() && v.c.kind == ConstValue::Str)
+      return SVal::constant(ConstValue::integer((int64_t)v.c.s.size()));
+    if (v.isTensor() && v.v->type.isTensor())
+      return SVal::constant(ConstValue::integer(v.v->type.shape[0]));
+    l.error(a[0]->span, "len() of " + v.describe() + " is not defined");
+  });
+  add("py.int", {"x="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return pyNumber(l, a, c, "int");
+  });
+  add("py.float", {"x="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return pyNumber(l, a, c, "float");
+  });
+  add("py.bool", {"x="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return pyNumber(l, a, c, "bool");
+  });
+  add("py.abs", {"x"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    if (a[0]->val.isConst()) {
+      ConstValue v = constArg(l, *a[0], "abs");
+      if (v.kind == ConstValue::Float)
+        return SVal::constant(ConstValue::floating(std::fabs(v.f)));
+      return SVal::constant(ConstValue::integer(std::llabs(v.asInt())));
+    }
+    return unaryMath(l, a, c, OpKind::Abs, "abs", true);
+  });
+  return t;
+}
+
+const std::map<std::string, BuiltinDef> &table() {
+  static const std::map<std::string, BuiltinDef> t = makeTable();
+  return t;
+}
+
+// Functions a tensor has as methods: x.to(...), x.sum(...), x.exp(), ...
+bool isTensorMethod(const std::string &name) {
+  static const char *const methods[] = {
+      "to",      "cast",   "reshape",  "view",    "trans",        "permute", "broadcast_to",
+      "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
+      "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
+      "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
+      "ravel"};
+  for (const char *m : methods)
+    if (name == m)
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool Lowerer::isBuiltin(const std::string &name) { return table().count(name) != 0; }
+
+SVal Lowerer::callBuiltin(const std::string &name, CallArgs &args, const Expr &call) {
+  auto it = table().find(name);
+  if (name == "py.range" || name == "range" || name == "static_range")
+    error(call.span, "range() may appear only as the iterable of a 'for' loop");
+  if (name == "py.isinstance")
+    error(call.span, "isinstance() is not supported in kernels");
+  TILEC_ASSERT(it != table().end(), "builtin without a handler: " + name);
+  std::string shown = name.rfind("py.", 0) == 0 ? name.substr(3) : "tl." + name;
+  std::vector<Arg> rest;
+  Args bound = bindArgs(*this, shown, it->second.signature, args, &rest);
+  return it->second.handler(*this, bound, rest, call);
+}
+
+SVal Lowerer::reduce(OpKind kind, Value *input, const SVal &axisVal, bool keepDims,
+                     const Span &span) {
+  if (input->type.isScalar())
+    input = splatTo(input, {1});
+  int rank = input->type.rank();
+  bool isArg = kind == OpKind::ArgMax || kind == OpKind::ArgMin;
+  if (axisVal.isNone() || (axisVal.kind == SVal::Const && axisVal.c.kind == ConstValue::None &&
+                           axisVal.kind != SVal::Tensor)) {
+    Value *flat = rank == 1 ? input : reshape(input, {input->type.numel()}, span);
+    Type t = isArg ? Type::scalar(DType::I32) : flat->type.element();
+    Op *op = b_.create(kind, {flat}, {t});
+    op->setAttr("axis", (int64_t)0);
+    Value *r = op->result();
+    if (keepDims)
+      r = splatTo(r, std::vector<int64_t>(rank, 1));
+    return SVal::tensor(r);
+  }
+  if (!axisVal.isConst() || axisVal.c.kind != ConstValue::Int)
+    error(span, "the reduction axis must be a constexpr integer, got " + axisVal.describe());
+  int axis = normalizeAxis(*this, axisVal.c.i, rank, span);
+  std::vector<int64_t> shape = input->type.shape;
+  shape.erase(shape.begin() + axis);
+  Type t = isArg ? Type::scalar(DType::I32).withShape(shape) : input->type.withShape(shape);
+  Op *op = b_.create(kind, {input}, {t});
+  op->setAttr("axis", (int64_t)axis);
+  Value *r = op->result();
+  if (keepDims)
+    r = r->type.isScalar() ? splatTo(r, {1}) : expandDims(r, axis);
+  return SVal::tensor(r);
+}
+
+SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const Span &span) {
+  Value *v = base.v;
+  if (attr == "dtype")
+    return SVal::constant(ConstValue::dtype(v->type.element()));
+  if (attr == "shape") {
+    std::vector<ConstValue> dims;
+    for (int64_t d : v->type.shape)
+      dims.push_back(ConstValue::integer(d));
+    return SVal::constant(ConstValue::tuple(dims));
+  }
+  if (attr == "numel")
+    return SVal::constant(ConstValue::integer(v->type.numel()));
+  if (attr == "T") {
+    if (v->type.rank() != 2)
+      error(span, ".T needs a 2-D tensor, got " + v->type.str());
+    Op *op = b_.create(OpKind::Trans, {v}, {v->type.withShape({v->type.shape[1], v->type.shape[0]})});
+    op->setAttr("order", std::vector<int64_t>{1, 0});
+    return SVal::tensor(op->result());
+  }
+  if (isTensorMethod(attr)) {
+    SVal m = SVal::builtin(attr == "abs" ? "abs" : attr);
+    m.elems.push_back(base);
+    return m;
+  }
+  error(span, v->type.str() + " has no attribute '" + attr + "'");
+}
+
+SVal Lowerer::dtypeAttribute(const ConstValue &dtype, const std::string &attr, const Span &span) {
+  const Type &t = dtype.type;
+  if (attr == "element_ty") {
+    if (t.dtype != DType::Ptr)
+      error(span, "dtype " + dtype.repr() + " has no element_ty: it is not a pointer");
+    return SVal::constant(ConstValue::dtype(Type::scalar(t.pointee)));
+  }
+  if (attr == "primitive_bitwidth" || attr == "int_bitwidth")
+    return SVal::constant(ConstValue::integer(dtypeBits(t.dtype)));
+  std::map<std::string, bool> preds = {
+      {"is_floating", isFloat(t.dtype)},
+      {"is_int", isInteger(t.dtype)},
+      {"is_int_signed", dtypeKind(t.dtype) == DKind::Int},
+      {"is_int_unsigned", isUnsigned(t.dtype)},
+      {"is_fp16", t.dtype == DType::F16},
+      {"is_bf16", t.dtype == DType::BF16},
+      {"is_fp32", t.dtype == DType::F32},
+      {"is_fp64", t.dtype == DType::F64},
+      {"is_fp8", t.dtype == DType::F8E4M3 || t.dtype == DType::F8E5M2},
+      {"is_ptr", t.dtype == DType::Ptr},
+      {"is_bool", t.dtype == DType::I1}};
+  auto it = preds.find(attr);
+  if (it == preds.end())
+    error(span, "dtype " + dtype.repr() + " has no attribute '" + attr + "'");
+  // A predicate method: calling it returns the constant.
+  SVal m = SVal::builtin("constexpr");
+  m.elems.push_back(SVal::constant(ConstValue::boolean(it->second)));
+  return m;
+}
+
+// --- argument helpers
+
+void Lowerer::error(const Span &span, const std::string &message) { fail(loc(span), message); }
+
+Value *Lowerer::tensorArg(const Arg &a, const char *what) {
+  if (a.val.isTensor())
+    return a.val.v;
+  if (a.val.isConst() && a.val.c.isNumber())
+    return materialize(a.val, a.span);
+  error(a.span, std::string("'") + what + "' must be a tensor, got " + a.val.describe());
+}
+
+int64_t Lowerer::constIntArg(const Arg &a, const char *what) {
+  if (a.val.isConst() && (a.val.c.kind == ConstValue::Int || a.val.c.kind == ConstValue::Bool))
+    return a.val.c.asInt();
+  if (a.val.isTensor())
+    error(a.span, std::string("'") + what + "' must be a constexpr integer, but it is a runtime " +
+                      "value (" + a.val.describe() + "); declare it as tl.constexpr");
+  error(a.span, std::string("'") + what + "' must be a constexpr integer, got " + a.val.describe());
+}
+
+std::vector<int64_t> Lowerer::shapeArg(const Arg &a, const char *what) {
+  if (a.val.isConst() && a.val.c.kind == ConstValue::Tuple) {
+    std::vector<int64_t> out;
+    for (auto &e : a.val.c.elems) {
+      if (e.kind != ConstValue::Int)
+        error(a.span, std::string("'") + what + "' must hold constexpr integers, got " + a.val.c.repr());
+      out.push_back(e.i);
+    }
+    return out;
+  }
+  if (a.val.kind == SVal::Tuple)
+    error(a.span, std::string("'") + what + "' must hold constexpr integers, but it has runtime "
+                                            "values; declare them as tl.constexpr");
+  return {constIntArg(a, what)};
+}
+
+DType Lowerer::dtypeArg(const Arg &a, const char *what) {
+  if (a.val.isConst() && a.val.c.kind == ConstValue::DTypeValue && !isPointer(a.val.c.type.dtype))
+    return a.val.c.type.dtype;
+  error(a.span, std::string("'") + what + "' must be a dtype such as tl.float32, got " +
+                    a.val.describe());
+}
+
+} // namespace tilec

@@ -1,0 +1,27 @@
+// Sema: lowers a parsed kernel to Tile IR. Resolves names, evaluates
+// constexpr expressions, infers types and shapes with Triton's promotion and
+// broadcasting rules, and inlines the @jit functions a kernel calls.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ir/ir.h"
+#include "sema/resolver.h"
+
+namespace tilec {
+
+// How one kernel parameter is specialized for this compile, as Triton does.
+struct KernelParam {
+  enum Kind { Constexpr, Pointer, Int, Float, Bool } kind = Int;
+  ConstValue value;      // Constexpr: the value baked in
+  DType dtype = DType::I32; // Pointer: the pointee; Int: i32, i64 or u64; Float: f32 or f64
+  int divisibility = 1;  // Pointer: 16 when 16-byte aligned; Int: 16 when a multiple of 16
+};
+
+// Lowers the function in `source` (one def). `params` holds one entry per
+// parameter of the def, in order. Throws CompileError on a user error.
+std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<Resolver> resolver,
+                                      const std::vector<KernelParam> &params);
+
+} // namespace tilec

@@ -1,0 +1,281 @@
+"""Compile errors: each says what is wrong and points at the line and column."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+
+
+def where(kernel, marker):
+    """The file line and 1-based column where `marker` first appears in the kernel."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    body = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def ")) + 1
+    for i, line in enumerate(lines):
+        col = line.find(marker) if i >= body else -1
+        if col >= 0:
+            return first + i, col + 1
+    raise AssertionError(f"{marker!r} not in the kernel")
+
+
+def compile_error(kernel, *args, grid=(1,), **kwargs):
+    with pytest.raises(tilec.CompilationError) as info:
+        kernel[grid](*args, **kwargs)
+    return info.value
+
+
+def check(err, kernel, marker, message):
+    line, col = where(kernel, marker)
+    assert message in err.error, err.message
+    assert (err.lineno, err.col) == (line, col), err.message
+    assert err.filename == __file__
+    # the source line and a caret are shown under the location
+    assert marker in err.message and "^" in err.message
+
+
+X = np.zeros(16, np.float32)
+
+
+@tilec.jit
+def undefined_name(x_ptr):
+    tl.store(x_ptr, undefined_thing)
+
+
+def test_undefined_name():
+    err = compile_error(undefined_name, X)
+    check(err, undefined_name, "undefined_thing", "name 'undefined_thing' is not defined")
+
+
+@tilec.jit
+def shape_mismatch(x_ptr):
+    a = tl.arange(0, 128)
+    b = tl.arange(0, 64)
+    tl.store(x_ptr + a, a + b)
+
+
+def test_shape_mismatch():
+    err = compile_error(shape_mismatch, X)
+    check(err, shape_mismatch, "a + b", "cannot broadcast tensor<128xi32> and tensor<64xi32>")
+
+
+@tilec.jit
+def runtime_arange(x_ptr, n):
+    r = tl.arange(0, n)
+    tl.store(x_ptr + r, 1.0)
+
+
+def test_arange_needs_constexpr():
+    err = compile_error(runtime_arange, X, 16)
+    check(err, runtime_arange, "n)", "'end' must be a constexpr integer")
+
+
+@tilec.jit
+def arange_not_power_of_two(x_ptr):
+    r = tl.arange(0, 100)
+    tl.store(x_ptr + r, 1.0)
+
+
+def test_arange_power_of_two():
+    err = compile_error(arange_not_power_of_two, X)
+    check(err, arange_not_power_of_two, "tl.arange(0, 100)", "must be a power of 2, got 100")
+
+
+@tilec.jit
+def takes_two(a, b):
+    tl.store(a, b)
+
+
+def test_wrong_number_of_arguments():
+    with pytest.raises(TypeError, match="takes_two: missing a required argument: 'b'"):
+        takes_two[(1,)](X)
+
+
+@tilec.jit
+def _helper(x, y):
+    return x + y
+
+
+@tilec.jit
+def helper_wrong_arity(x_ptr):
+    tl.store(x_ptr, _helper(1.0))
+
+
+def test_jit_helper_wrong_number_of_arguments():
+    err = compile_error(helper_wrong_arity, X)
+    check(err, helper_wrong_arity, "_helper(1.0)", "_helper() missing required argument 'y'")
+
+
+@tilec.jit
+def uses_with(x_ptr):
+    with open("f") as f:
+        pass
+
+
+def test_unsupported_construct():
+    err = compile_error(uses_with, X)
+    check(err, uses_with, "with", "unsupported Python construct")
+
+
+@tilec.jit
+def uses_lambda(x_ptr):
+    f = lambda v: v + 1  # noqa: E731
+    tl.store(x_ptr, f(1.0))
+
+
+def test_lambda_is_unsupported():
+    err = compile_error(uses_lambda, X)
+    check(err, uses_lambda, "lambda", "unsupported Python construct")
+
+
+def plain_python(x):
+    return x
+
+
+@tilec.jit
+def calls_python(x_ptr):
+    tl.store(x_ptr, plain_python(1.0))
+
+
+def test_calling_a_non_jit_function():
+    err = compile_error(calls_python, X)
+    check(err, calls_python, "plain_python(", "cannot call Python function 'plain_python'")
+
+
+@tilec.jit
+def float_bitwise(x_ptr):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, x & 1)
+
+
+def test_bitwise_on_float():
+    err = compile_error(float_bitwise, X)
+    check(err, float_bitwise, "x & 1", "bitwise operator '&' needs integer operands")
+
+
+@tilec.jit
+def returns_value(x_ptr):
+    return tl.load(x_ptr)
+
+
+def test_kernel_returning_a_value():
+    err = compile_error(returns_value, X)
+    check(err, returns_value, "tl.load(x_ptr)", "a kernel cannot return a value")
+
+
+@tilec.jit
+def uses_break(x_ptr, n):
+    for i in range(n):
+        break
+
+
+def test_break_is_unsupported():
+    err = compile_error(uses_break, X, 4)
+    check(err, uses_break, "break", "'break' is not supported in kernels")
+
+
+@tilec.jit
+def loop_type_change(x_ptr, n):
+    acc = tl.zeros((16,), dtype=tl.float32)
+    for i in range(n):
+        acc = tl.arange(0, 16)
+    tl.store(x_ptr + tl.arange(0, 16), acc)
+
+
+def test_loop_carried_type_change():
+    err = compile_error(loop_type_change, X, 4)
+    check(err, loop_type_change, "for i", "'acc' is tensor<16xf32> and tensor<16xi32>")
+
+
+@tilec.jit
+def small_dot(x_ptr):
+    r = tl.arange(0, 8)
+    a = tl.load(x_ptr + r[:, None] * 8 + r[None, :])
+    tl.store(x_ptr + r[:, None] * 8 + r[None, :], tl.dot(a, a))
+
+
+def test_dot_too_small():
+    err = compile_error(small_dot, np.zeros(64, np.float32))
+    check(err, small_dot, "tl.dot(a, a)", "tl.dot() needs every dimension to be at least 16")
+
+
+@tilec.jit
+def bad_keyword(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr, maks=None))
+
+
+def test_unknown_keyword():
+    err = compile_error(bad_keyword, X)
+    check(err, bad_keyword, "maks=None", "tl.load() got an unexpected keyword argument 'maks'")
+
+
+@tilec.jit
+def store_to_subscript(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    x[0] = 1.0
+
+
+def test_assign_to_subscript():
+    err = compile_error(store_to_subscript, X)
+    check(err, store_to_subscript, "x[0]", "cannot assign to this expression")
+
+
+@tilec.jit
+def syntax_error(x_ptr):
+    tl.store(x_ptr, (1.0 + )
+
+
+def test_syntax_error():
+    err = compile_error(syntax_error, X)
+    line, _ = where(syntax_error, "(1.0 + )")
+    assert err.lineno == line
+    assert "expected" in err.error
+
+
+@tilec.jit
+def _inner_bad(x):
+    return x + missing_global
+
+
+@tilec.jit
+def outer_calls_bad(x_ptr):
+    tl.store(x_ptr, _inner_bad(1.0))
+
+
+def test_error_inside_helper_points_into_helper_and_notes_the_call():
+    err = compile_error(outer_calls_bad, X)
+    check(err, _inner_bad, "missing_global", "name 'missing_global' is not defined")
+    line, _ = where(outer_calls_bad, "_inner_bad(1.0)")
+    assert f":{line}:" in err.message and "in the call to '_inner_bad'" in err.message
+
+
+@tilec.jit
+def one_branch_only(x_ptr, n):
+    if n > 3:
+        y = 1.0
+    tl.store(x_ptr, y)
+
+
+def test_variable_defined_in_one_branch():
+    err = compile_error(one_branch_only, X, 5)
+    check(err, one_branch_only, "y)", "'y' is assigned in only one branch")
+
+
+def test_constexpr_param_given_tensor():
+    @tilec.jit
+    def k(x_ptr, BLOCK: tl.constexpr):
+        pass
+
+    with pytest.raises(TypeError, match="'BLOCK' is tl.constexpr but got a tensor"):
+        k[(1,)](X, X)
+
+
+def test_unsupported_argument_type():
+    with pytest.raises(TypeError, match="argument 'b' has type dict"):
+        takes_two[(1,)](X, {})
+
+
+def test_bad_grid():
+    with pytest.raises(ValueError, match="the grid must be 1 to 3 ints"):
+        takes_two[(1, 2, 3, 4)](X, 1.0)

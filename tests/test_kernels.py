@@ -1,0 +1,314 @@
+"""End-to-end kernels on the CPU backend, each checked against numpy."""
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+
+from conftest import nonzero
+
+
+@tilec.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+@pytest.mark.parametrize("n", [1, 17, 1000, 4097])
+def test_vector_add_masked_odd_size(rng, n):
+    x, y = nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros_like(x)
+    add_kernel[(tilec.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_vector_add_grid_lambda(rng):
+    n = 3001
+    x, y = nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros_like(x)
+    add_kernel[lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_vector_add_torch_tensors():
+    torch = pytest.importorskip("torch")
+    n = 999
+    x, y = torch.randn(n), torch.randn(n)
+    out = torch.empty(n)
+    add_kernel[(tilec.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
+    assert torch.equal(out, x + y)
+
+
+@tilec.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.store(out_ptr + offs, tl.where(x > 0, x, 0.0), mask=m)
+
+
+def test_relu(rng):
+    n = 777
+    x = nonzero(rng, n)
+    out = np.full_like(x, 42.0)
+    relu_kernel[(tilec.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+@tilec.jit
+def add2d_kernel(a_ptr, b_ptr, c_ptr, M, N, stride_m, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs = rm[:, None] * stride_m + rn[None, :]
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    a = tl.load(a_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs, mask=mask)
+    tl.store(c_ptr + offs, a + b, mask=mask)
+
+
+def test_2d_add_on_2d_grid(rng):
+    M, N = 45, 77
+    a, b = nonzero(rng, (M, N)), nonzero(rng, (M, N))
+    c = np.zeros_like(a)
+    grid = (tilec.cdiv(M, 16), tilec.cdiv(N, 32))
+    add2d_kernel[grid](a, b, c, M, N, a.strides[0] // 4, BLOCK_M=16, BLOCK_N=32)
+    np.testing.assert_array_equal(c, a + b)
+
+
+@tilec.jit
+def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
+                   BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + cols, num / den, mask=mask)
+
+
+@pytest.mark.parametrize("n_rows,n_cols", [(1, 1), (7, 100), (33, 781)])
+def test_row_softmax(rng, n_rows, n_cols):
+    x = nonzero(rng, (n_rows, n_cols))
+    out = np.zeros_like(x)
+    block = tilec.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.strides[0] // 4, out.strides[0] // 4, n_cols, BLOCK=block)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@tilec.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def run_matmul(a, b, c, **blocks):
+    M, K = a.shape
+    _, N = b.shape
+    es = a.itemsize
+    grid = lambda meta: (tilec.cdiv(M, meta["BLOCK_M"]), tilec.cdiv(N, meta["BLOCK_N"]))  # noqa: E731
+    matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // es, a.strides[1] // es,
+                        b.strides[0] // es, b.strides[1] // es, c.strides[0] // c.itemsize,
+                        c.strides[1] // c.itemsize, **blocks)
+
+
+@pytest.mark.parametrize("M,N,K", [(37, 45, 53), (64, 16, 129)])
+def test_matmul_fp32(rng, M, N, K):
+    a, b = nonzero(rng, (M, K)), nonzero(rng, (K, N))
+    c = np.zeros((M, N), np.float32)
+    run_matmul(a, b, c, BLOCK_M=32, BLOCK_N=16, BLOCK_K=16)
+    # fp32 dot uses tf32 inputs by default, as on tensor cores.
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=2e-2, atol=5e-2)
+
+
+def test_matmul_fp16_inputs(rng):
+    M, N, K = 50, 33, 70
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (K, N), np.float16)
+    c = np.zeros((M, N), np.float16)
+    run_matmul(a, b, c, BLOCK_M=16, BLOCK_N=32, BLOCK_K=32)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-1)
+
+
+@tilec.jit
+def dot_ieee_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    acc = tl.full((N, N), 1.0, tl.float32)
+    c = tl.dot(a, b, acc=acc, input_precision="ieee")
+    tl.store(c_ptr + r[:, None] * N + r[None, :], c)
+
+
+def test_dot_ieee_with_acc(rng):
+    n = 32
+    a, b = nonzero(rng, (n, n)), nonzero(rng, (n, n))
+    c = np.zeros((n, n), np.float32)
+    dot_ieee_kernel[(1,)](a, b, c, N=n)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b + 1.0, rtol=1e-5, atol=1e-5)
+
+
+@tilec.jit
+def layer_norm_fwd(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, N, eps,
+                   BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_ptr += row * stride
+    y_ptr += row * stride
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+    w = tl.load(w_ptr + cols, mask=mask)
+    b = tl.load(b_ptr + cols, mask=mask)
+    y = xc * rstd * w + b
+    tl.store(y_ptr + cols, y, mask=mask)
+
+
+def test_layer_norm_forward(rng):
+    M, N = 19, 300
+    x = nonzero(rng, (M, N))
+    w, b = nonzero(rng, N), nonzero(rng, N)
+    y = np.zeros_like(x)
+    mean = np.zeros(M, np.float32)
+    rstd = np.zeros(M, np.float32)
+    layer_norm_fwd[(M,)](x, y, w, b, mean, rstd, x.strides[0] // 4, N, 1e-5,
+                         BLOCK=tilec.next_power_of_2(N))
+    ref_mean = x.mean(axis=1)
+    ref_var = x.var(axis=1)
+    ref_rstd = 1 / np.sqrt(ref_var + 1e-5)
+    ref = (x - ref_mean[:, None]) * ref_rstd[:, None] * w + b
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, ref_rstd, rtol=1e-4)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+
+
+@tilec.jit
+def _scaled(x, factor):
+    return x * factor
+
+
+@tilec.jit
+def _bias_and_scale(x, bias, SCALE: tl.constexpr):
+    y = _scaled(x, SCALE) + bias
+    return y, SCALE
+
+
+@tilec.jit
+def helper_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y, s = _bias_and_scale(x, 1.5, SCALE=3.0)
+    tl.store(out_ptr + offs, y + s, mask=m)
+
+
+def test_kernel_calling_jit_helpers(rng):
+    n = 130
+    x = nonzero(rng, n)
+    out = np.zeros_like(x)
+    helper_kernel[(tilec.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    np.testing.assert_allclose(out, x * 3.0 + 1.5 + 3.0, rtol=1e-6)
+
+
+@tilec.jit
+def early_exit_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs.to(tl.float32), mask=offs < n)
+
+
+def test_early_return(rng):
+    x = np.full(100, -1.0, np.float32)
+    early_exit_kernel[(10,)](x, 100, BLOCK=16)
+    np.testing.assert_array_equal(x, np.arange(100, dtype=np.float32))
+
+
+@tilec.jit
+def while_kernel(out_ptr, n):
+    i = 0
+    total = 0
+    while i < n:
+        total += i
+        i += 1
+    tl.store(out_ptr, total)
+
+
+def test_while_loop():
+    out = np.zeros(1, np.int32)
+    while_kernel[(1,)](out, 10)
+    assert out[0] == 45
+
+
+@tilec.jit
+def if_else_kernel(x_ptr, out_ptr, threshold):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    if x > threshold:
+        y = x * 2.0
+    elif x > 0:
+        y = x + 100.0
+    else:
+        y = -x
+    tl.store(out_ptr + pid, y)
+
+
+def test_runtime_if_elif_else(rng):
+    x = nonzero(rng, 64)
+    out = np.zeros_like(x)
+    if_else_kernel[(64,)](x, out, 1.0)
+    ref = np.where(x > 1.0, x * 2, np.where(x > 0, x + 100, -x))
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_compile_cache_reuses_specialization(rng):
+    x, y = nonzero(rng, 64), nonzero(rng, 64)
+    out = np.zeros_like(x)
+    add_kernel.cache.clear()
+    add_kernel[(1,)](x, y, out, 64, BLOCK=64)
+    add_kernel[(1,)](x, y, out, 64, BLOCK=64)
+    assert len(add_kernel.cache) == 1
+    add_kernel[(2,)](x, y, out, 63, BLOCK=32)  # 63 is not a multiple of 16: a new specialization
+    assert len(add_kernel.cache) == 2
+
+
+def test_out_of_bounds_access_is_an_error_not_a_crash(rng):
+    x, y = nonzero(rng, 10), nonzero(rng, 10)
+    out = np.zeros_like(x)
+    with pytest.raises(tilec.KernelError, match="out-of-bounds load"):
+        add_kernel[(1,)](x, y, out, 10_000, BLOCK=1024)
