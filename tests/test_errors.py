@@ -221,16 +221,37 @@ def test_assign_to_subscript():
     check(err, store_to_subscript, "x[0]", "cannot assign to this expression")
 
 
-@tilec.jit
-def syntax_error(x_ptr):
-    tl.store(x_ptr, (1.0 + )
+def load_kernel(tmp_path, source, name):
+    """A @jit kernel whose text is `source`, which Python itself may reject."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+
+    def stub(x_ptr):
+        pass
+
+    kernel = tilec.jit(stub)
+    kernel.src, kernel.first_line, kernel.filename = source, 1, str(path)
+    return kernel
 
 
-def test_syntax_error():
-    err = compile_error(syntax_error, X)
-    line, _ = where(syntax_error, "(1.0 + )")
-    assert err.lineno == line
-    assert "expected" in err.error
+def test_syntax_error(tmp_path):
+    source = "def k(x_ptr):\n    tl.store(x_ptr, (1.0 + ))\n"
+    kernel = load_kernel(tmp_path, source, "syntax")
+    with pytest.raises(tilec.CompilationError) as info:
+        kernel[(1,)](X)
+    err = info.value
+    assert (err.filename, err.lineno) == (str(tmp_path / "syntax.py"), 2)
+    assert err.col == source.splitlines()[1].index(")") + 1
+    assert "expected an expression" in err.error
+
+
+def test_bad_indentation(tmp_path):
+    source = "def k(x_ptr):\n    x = 1\n      y = 2\n"
+    kernel = load_kernel(tmp_path, source, "indent")
+    with pytest.raises(tilec.CompilationError) as info:
+        kernel[(1,)](X)
+    assert info.value.lineno == 3
+    assert "unexpected indent" in info.value.error
 
 
 @tilec.jit

@@ -304,8 +304,10 @@ bool isShapeChange(OpKind kind) {
 
 // A shape change of a constant is a constant of the new shape (all constants are splats).
 std::optional<Attr> foldShapeChange(const Op &op) {
+  if (!isShapeChange(op.kind))
+    return std::nullopt;
   const Op *def = op.operand(0)->def;
-  if (!isShapeChange(op.kind) || !def || def->kind != OpKind::Constant || !def->attr("value"))
+  if (!def || def->kind != OpKind::Constant || !def->attr("value"))
     return std::nullopt;
   return *def->attr("value");
 }

@@ -354,26 +354,55 @@ void Lowerer::lowerRuntimeIf(Value *cond, const Stmt &s, const StmtList &thenStm
     f.vars[name] = fillSlots(v, results);
 }
 
+// The names a statement list assigns, at any depth.
+static void collectAssigned(const Expr &target, std::set<std::string> &out) {
+  if (target.kind == ExprKind::Name)
+    out.insert(target.name);
+  for (auto &e : target.elts)
+    collectAssigned(*e, out);
+}
+
+static void collectAssigned(const std::vector<StmtPtr> &stmts, std::set<std::string> &out) {
+  for (auto &s : stmts) {
+    for (auto &t : s->targets)
+      collectAssigned(*t, out);
+    if (s->target)
+      collectAssigned(*s->target, out);
+    collectAssigned(s->body, out);
+    collectAssigned(s->orelse, out);
+  }
+}
+
 // The names whose values a loop body changes, found by lowering the body once
-// into a scratch block that is thrown away. `bodyFn` lowers the body.
+// into a scratch block. Constants the body assigns enter it as opaque values,
+// so `total += i` counts as a change even when both start as 0.
 template <typename F>
 static std::vector<std::pair<std::string, SVal>>
-changedByBody(Lowerer &l, int &dryRun, F &&bodyFn) {
+changedByBody(Lowerer &l, const std::vector<StmtPtr> &body, int &dryRun, F &&bodyFn) {
   Frame &f = l.frame();
   auto before = f.vars;
-  Block scratch;
+  // The scratch block lives until the compile ends: the values it defines
+  // are compared with the ones before the loop.
+  l.scratch_.push_back(std::make_unique<Block>());
+  Block *scratch = l.scratch_.back().get();
+  std::set<std::string> assigned;
+  collectAssigned(body, assigned);
+  for (auto &[name, v] : f.vars)
+    if (assigned.count(name) && v.isConst() && v.c.isNumber())
+      v = SVal::tensor(scratch->addArg(Type::scalar(*Lowerer::literalDType(v.c))));
+  auto entry = f.vars;
   Block *saved = l.b_.block();
   Location savedLoc = l.b_.loc();
-  l.b_.setBlock(&scratch);
+  l.b_.setBlock(scratch);
   ++dryRun;
-  bodyFn(&scratch);
+  bodyFn(scratch);
   --dryRun;
   auto after = f.vars;
   l.b_.setBlock(saved);
   l.b_.setLoc(savedLoc);
   f.vars = before;
   std::vector<std::pair<std::string, SVal>> changed;
-  for (auto &[name, v] : before) {
+  for (auto &[name, v] : entry) {
     auto it = after.find(name);
     if (it != after.end() && !sameSVal(v, it->second))
       changed.push_back({name, it->second});
@@ -443,7 +472,7 @@ void Lowerer::lowerFor(const Stmt &s) {
   for (auto &x : s.body)
     body.push_back(x.get());
   LoopScope scope(frame().loopDepth);
-  auto changed = changedByBody(*this, dryRun_, [&](Block *scratch) {
+  auto changed = changedByBody(*this, s.body, dryRun_, [&](Block *scratch) {
     frame().vars[ivName] = SVal::tensor(scratch->addArg(Type::scalar(ivType)));
     lowerStmts(body);
   });
@@ -535,7 +564,7 @@ void Lowerer::lowerWhile(const Stmt &s) {
   for (auto &x : s.body)
     body.push_back(x.get());
   LoopScope scope(frame().loopDepth);
-  auto changed = changedByBody(*this, dryRun_, [&](Block *) { lowerStmts(body); });
+  auto changed = changedByBody(*this, s.body, dryRun_, [&](Block *) { lowerStmts(body); });
   auto before = f.vars;
   std::vector<Slot> slots;
   std::vector<std::pair<std::string, SVal>> carried;

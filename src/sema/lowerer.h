@@ -130,6 +130,7 @@ public:
   Builder b_;
   std::vector<Frame *> frames_;
   int dryRun_ = 0;
+  std::vector<std::unique_ptr<Block>> scratch_; // loop bodies lowered to learn what they carry
   // Parsed @jit callees of this compile, by source.
   std::map<const Source *, std::pair<SourcePtr, std::shared_ptr<FunctionDef>>> asts_; // > 0 while a loop body is lowered once to learn what it carries
 };
