@@ -183,8 +183,10 @@ std::string dumpAstText(const std::string &text, const std::string &filename) {
   return dumpAst(*parseFunction(makeSource(text, filename, 1)));
 }
 
-std::string runPassesText(const std::string &text, const std::vector<std::string> &passes) {
-  std::unique_ptr<Function> fn = parseIR(text);
+std::string runPassesText(const std::string &text, const std::vector<std::string> &passes,
+                          const std::string &filename) {
+  std::unique_ptr<Function> fn = parseIR(text, filename);
+  fn->renumber(); // so the verifier's messages show the ids printed IR would
   verify(*fn);
   runPasses(*fn, passes);
   verify(*fn);
@@ -211,5 +213,6 @@ NB_MODULE(_C, m) {
   m.def("compile", &compile, nb::arg("source"), nb::arg("filename"), nb::arg("first_line"),
         nb::arg("params"), nb::arg("resolver"));
   m.def("dump_ast", &dumpAstText, nb::arg("source"), nb::arg("filename") = "<string>");
-  m.def("run_passes", &runPassesText, nb::arg("ir"), nb::arg("passes"));
+  m.def("run_passes", &runPassesText, nb::arg("ir"), nb::arg("passes"),
+        nb::arg("filename") = "<ir>");
 }

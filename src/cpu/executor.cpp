@@ -102,6 +102,7 @@ private:
   void execPrint(const Op &op);
   void execAssert(const Op &op);
 
+public:
   void checkAccess(const Op &op, uint64_t addr, int bytes, bool isStore) {
     const auto &mem = launch_.memory;
     if (lastRange_ < mem.size() && addr >= mem[lastRange_].begin &&
@@ -120,6 +121,7 @@ private:
     fail(op, msg.str());
   }
 
+private:
   void readElement(const Op &op, uint64_t addr, DType d, Tile &out, size_t k) {
     int bytes = dtypeBytes(d);
     checkAccess(op, addr, bytes, false);
@@ -415,6 +417,22 @@ void Program::execBitcast(const Op &op) {
 
 // --- memory
 
+// Reads n elements of C type T at the tile's addresses into `out`, converted
+// by `convert`; masked-off elements keep `other` (or zero).
+template <typename T, typename Out, typename Convert>
+void loadRun(Program &p, const Op &op, const Tile &ptr, const Tile *mask, std::vector<Out> &out,
+             size_t n, Convert convert) {
+  for (size_t k = 0; k < n; ++k) {
+    if (mask && !mask->i[k])
+      continue;
+    uint64_t addr = (uint64_t)ptr.i[k];
+    p.checkAccess(op, addr, sizeof(T), false);
+    T v;
+    std::memcpy(&v, reinterpret_cast<const void *>(addr), sizeof(T));
+    out[k] = convert(v);
+  }
+}
+
 void Program::execLoad(const Op &op) {
   const Type &rt = op.result()->type;
   DType d = rt.dtype;
@@ -424,20 +442,27 @@ void Program::execLoad(const Op &op) {
   const Tile *other = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
   Tile r;
   if (isFloat(d))
-    r.f.assign(n, 0.0);
+    r.f = other ? other->f : std::vector<double>(n, 0.0);
   else
-    r.i.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) {
-    if (mask && !mask->i[k]) {
-      if (other) {
-        if (isFloat(d))
-          r.f[k] = other->f[k];
-        else
-          r.i[k] = other->i[k];
-      }
-      continue;
-    }
-    readElement(op, (uint64_t)ptr.i[k], d, r, k);
+    r.i = other ? other->i : std::vector<int64_t>(n, 0);
+  auto same = [](auto v) { return v; };
+  switch (d) { // the common types without a per-element switch
+  case DType::F32:
+    loadRun<float>(*this, op, ptr, mask, r.f, n, same);
+    break;
+  case DType::F64:
+    loadRun<double>(*this, op, ptr, mask, r.f, n, same);
+    break;
+  case DType::I32:
+    loadRun<int32_t>(*this, op, ptr, mask, r.i, n, same);
+    break;
+  case DType::I64:
+    loadRun<int64_t>(*this, op, ptr, mask, r.i, n, same);
+    break;
+  default:
+    for (size_t k = 0; k < n; ++k)
+      if (!mask || mask->i[k])
+        readElement(op, (uint64_t)ptr.i[k], d, r, k);
   }
   val(op.result()) = std::move(r);
 }
@@ -447,9 +472,18 @@ void Program::execStore(const Op &op) {
   size_t n = vt.numel();
   const Tile &ptr = val(op.operand(0)), &v = val(op.operand(1));
   const Tile *mask = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
-  for (size_t k = 0; k < n; ++k)
-    if (!mask || mask->i[k])
-      writeElement(op, (uint64_t)ptr.i[k], vt.dtype, v, k);
+  for (size_t k = 0; k < n; ++k) {
+    if (mask && !mask->i[k])
+      continue;
+    uint64_t addr = (uint64_t)ptr.i[k];
+    if (vt.dtype == DType::F32) {
+      checkAccess(op, addr, 4, true);
+      float f = (float)v.f[k];
+      std::memcpy(reinterpret_cast<void *>(addr), &f, 4);
+      continue;
+    }
+    writeElement(op, addr, vt.dtype, v, k);
+  }
 }
 
 // A block pointer's tile holds [base, shape..., strides..., offsets...].

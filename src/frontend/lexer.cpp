@@ -10,20 +10,21 @@ namespace tilec {
 namespace {
 
 const char *const kKeywords[] = {
-    "False", "None",   "True",  "and",      "as",       "assert", "async", "await",
-    "break", "class",  "continue", "def",   "del",      "elif",   "else",  "except",
-    "finally", "for",  "from",  "global",   "if",       "import", "in",    "is",
-    "lambda", "nonlocal", "not", "or",      "pass",     "raise",  "return", "try",
-    "while", "with",   "yield"};
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 // Longest first, so that the first match is the longest one.
-const char *const kOperators[] = {
-    "**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->",
-    ":=",  "+=",  "-=",  "*=",  "/=",  "%=", "&=", "|=", "^=", "@=", "+",  "-",  "*",  "/",
-    "%",   "@",   "&",   "|",   "^",   "~",  "<",  ">",  "(",  ")",  "[",  "]",  "{",  "}",
-    ",",   ":",   ".",   ";",   "="};
+const char *const kOperators[] = {"**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=",
+                                  ">=",  "==",  "!=",  "->",  ":=",  "+=", "-=", "*=", "/=", "%=",
+                                  "&=",  "|=",  "^=",  "@=",  "+",   "-",  "*",  "/",  "%",  "@",
+                                  "&",   "|",   "^",   "~",   "<",   ">",  "(",  ")",  "[",  "]",
+                                  "{",   "}",   ",",   ":",   ".",   ";",  "="};
 
 const int kTabWidth = 8;
+const size_t kMaxBrackets = 200;
+const size_t kMaxIndents = 100;
 
 bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
@@ -217,6 +218,8 @@ void Lexer::indentTo(int width, SourceLoc at) {
   if (indents_.empty())
     indents_.push_back(width);
   if (width > indents_.back()) {
+    if (indents_.size() > kMaxIndents)
+      error(at, at, "too many levels of indentation");
     indents_.push_back(width);
     emit(TokKind::Indent, "", at);
     return;
@@ -311,8 +314,8 @@ void Lexer::number() {
   }
   if (isIdentChar(peek()))
     errorHere("invalid decimal literal");
-  Token &tok = emit(isFloat ? TokKind::Float : TokKind::Int, text_.substr(start, pos_ - start),
-                    begin);
+  Token &tok =
+      emit(isFloat ? TokKind::Float : TokKind::Int, text_.substr(start, pos_ - start), begin);
   if (isFloat) {
     tok.floatValue = std::strtod(digits.c_str(), nullptr);
     return;
@@ -343,8 +346,9 @@ void Lexer::radixNumber(SourceLoc begin) {
 
 // A string literal from its opening quote; `begin` is where its prefix starts.
 void Lexer::string(SourceLoc begin, const std::string &prefix) {
-  auto has = [&](char c) { return prefix.find(c) != std::string::npos ||
-                                  prefix.find((char)(c - 32)) != std::string::npos; };
+  auto has = [&](char c) {
+    return prefix.find(c) != std::string::npos || prefix.find((char)(c - 32)) != std::string::npos;
+  };
   if (has('f'))
     error(begin, here(), "f-strings are not supported in kernels");
   bool raw = has('r'), bytes = has('b');
@@ -458,6 +462,8 @@ void Lexer::bracket(const std::string &text, SourceLoc begin) {
   if (text.size() != 1 || !std::strchr("([{)]}", c))
     return;
   if (std::strchr("([{", c)) {
+    if (brackets_.size() >= kMaxBrackets)
+      error(span.begin, span.end, "too many nested parentheses");
     brackets_.push_back(Bracket{c, span});
     return;
   }

@@ -2,6 +2,7 @@
 // Each parse function handles one grammar rule, written in a comment above it.
 #include <algorithm>
 #include <initializer_list>
+#include <unordered_map>
 
 #include "frontend/ast.h"
 #include "frontend/lexer.h"
@@ -16,27 +17,27 @@ struct BinOpToken {
 };
 
 const BinOpToken kAugAssignOps[] = {
-    {"+=", BinOpKind::Add},       {"-=", BinOpKind::Sub},     {"*=", BinOpKind::Mul},
-    {"/=", BinOpKind::Div},       {"//=", BinOpKind::FloorDiv}, {"%=", BinOpKind::Mod},
-    {"**=", BinOpKind::Pow},      {"@=", BinOpKind::MatMul},  {"<<=", BinOpKind::LShift},
-    {">>=", BinOpKind::RShift},   {"&=", BinOpKind::BitAnd},  {"|=", BinOpKind::BitOr},
+    {"+=", BinOpKind::Add},     {"-=", BinOpKind::Sub},       {"*=", BinOpKind::Mul},
+    {"/=", BinOpKind::Div},     {"//=", BinOpKind::FloorDiv}, {"%=", BinOpKind::Mod},
+    {"**=", BinOpKind::Pow},    {"@=", BinOpKind::MatMul},    {"<<=", BinOpKind::LShift},
+    {">>=", BinOpKind::RShift}, {"&=", BinOpKind::BitAnd},    {"|=", BinOpKind::BitOr},
     {"^=", BinOpKind::BitXor}};
 
 // Statements that begin with these keywords are outside the kernel subset.
 const std::pair<const char *, const char *> kUnsupportedStatements[] = {
-    {"class", "class definitions"},
-    {"def", "nested function definitions"},
-    {"@", "nested function definitions"},
-    {"async", "'async' functions and statements"},
-    {"with", "'with' statements"},
-    {"try", "'try' statements"},
-    {"raise", "'raise' statements"},
-    {"import", "'import' statements"},
-    {"from", "'import' statements"},
-    {"global", "'global' declarations"},
-    {"nonlocal", "'nonlocal' declarations"},
-    {"del", "'del' statements"},
+    {"class", "class definitions"},          {"def", "nested function definitions"},
+    {"@", "nested function definitions"},    {"async", "'async' functions and statements"},
+    {"with", "'with' statements"},           {"try", "'try' statements"},
+    {"raise", "'raise' statements"},         {"import", "'import' statements"},
+    {"from", "'import' statements"},         {"global", "'global' declarations"},
+    {"nonlocal", "'nonlocal' declarations"}, {"del", "'del' statements"},
 };
+
+// Bound the recursion of the parser and of every later walk over the tree, so that absurd input
+// cannot exhaust the stack.
+const int kMaxExprDepth = 1000; // nested calls of the recursive expression rules
+const int kMaxExprHeight = 500; // nodes on the longest path from an expression's root
+const int kMaxStmtDepth = 200;  // nested compound statements, 'elif' clauses included
 
 bool isLayout(TokKind kind) {
   return kind == TokKind::Newline || kind == TokKind::Indent || kind == TokKind::Dedent ||
@@ -77,8 +78,7 @@ std::string describeForAssignment(const Expr &e) {
 }
 
 bool isSingleTarget(const Expr &e) {
-  return e.kind == ExprKind::Name || e.kind == ExprKind::Attribute ||
-         e.kind == ExprKind::Subscript;
+  return e.kind == ExprKind::Name || e.kind == ExprKind::Attribute || e.kind == ExprKind::Subscript;
 }
 
 class Parser {
@@ -107,6 +107,7 @@ private:
     return std::make_unique<Stmt>(kind, spanFrom(begin));
   }
   bool startsExpr() const;
+  ExprPtr checkHeight(ExprPtr e);
 
   // Errors.
   [[noreturn]] void errorAt(const Span &span, const std::string &message) const;
@@ -175,11 +176,35 @@ private:
   ExprPtr list();
   [[noreturn]] void braces();
 
+  // Counts the nesting of recursive rules while one of them runs; fails past `limit`.
+  class DepthGuard {
+  public:
+    DepthGuard(Parser &p, int &depth, int limit, const char *message) : depth_(depth) {
+      if (++depth_ > limit)
+        p.error(p.tok(), message);
+    }
+    DepthGuard(const DepthGuard &) = delete;
+    ~DepthGuard() { --depth_; }
+
+  private:
+    int &depth_;
+  };
+  DepthGuard exprGuard() {
+    return DepthGuard(*this, exprDepth_, kMaxExprDepth, "expression is too deeply nested");
+  }
+  DepthGuard stmtGuard() {
+    return DepthGuard(*this, stmtDepth_, kMaxStmtDepth,
+                      "too many nested blocks and 'elif' clauses");
+  }
+
   SourcePtr source_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
   SourceLoc prevEnd_{1, 1}; // the end of the last token consumed, layout tokens aside
   int loopDepth_ = 0;
+  int exprDepth_ = 0;
+  int stmtDepth_ = 0;
+  std::unordered_map<const Expr *, int> heights_; // of the nodes with children
 };
 
 // ---- Token cursor and errors ----
@@ -256,6 +281,28 @@ void Parser::checkTarget(const Expr &e) const {
     errorAt(e.span, "cannot assign to " + describeForAssignment(e));
   for (const ExprPtr &elt : e.elts)
     checkTarget(*elt);
+}
+
+// Records the height of a node built from parsed children; fails when it is too tall.
+ExprPtr Parser::checkHeight(ExprPtr e) {
+  int height = 0;
+  auto see = [&](const ExprPtr &child) {
+    if (!child)
+      return;
+    auto it = heights_.find(child.get());
+    height = std::max(height, it == heights_.end() ? 1 : it->second);
+  };
+  see(e->a);
+  see(e->b);
+  see(e->c);
+  for (const ExprPtr &elt : e->elts)
+    see(elt);
+  for (const Keyword &k : e->keywords)
+    see(k.value);
+  if (height + 1 > kMaxExprHeight)
+    errorAt(e->span, "expression is too deeply nested");
+  heights_[e.get()] = height + 1;
+  return e;
 }
 
 // ---- Function definition ----
@@ -438,6 +485,7 @@ StmtPtr Parser::simpleStatement() {
 
 // if_stmt = ("if" | "elif") expr ":" block (if_stmt_from_elif | "else" ":" block)?
 StmtPtr Parser::ifStatement() {
+  DepthGuard guard = stmtGuard();
   SourceLoc begin = start();
   std::string keyword = next().text;
   ExprPtr test = expr();
@@ -459,6 +507,7 @@ StmtPtr Parser::ifStatement() {
 
 // for_stmt = "for" target_list "in" exprlist ":" block
 StmtPtr Parser::forStatement() {
+  DepthGuard guard = stmtGuard();
   SourceLoc begin = start();
   next();
   ExprPtr target = targetList();
@@ -476,6 +525,7 @@ StmtPtr Parser::forStatement() {
 
 // while_stmt = "while" expr ":" block
 StmtPtr Parser::whileStatement() {
+  DepthGuard guard = stmtGuard();
   SourceLoc begin = start();
   next();
   ExprPtr test = expr();
@@ -573,8 +623,7 @@ StmtPtr Parser::annotatedAssignment(SourceLoc begin, ExprPtr target) {
 // augop = "+=" | "-=" | "*=" | "/=" | "//=" | "%=" | "**=" | "@=" | "<<=" | ">>=" | "&=" | ...
 StmtPtr Parser::augmentedAssignment(SourceLoc begin, ExprPtr target, BinOpKind op) {
   if (!isSingleTarget(*target))
-    errorAt(target->span,
-            "'" + tok().text + "' needs a name, attribute or subscript on its left");
+    errorAt(target->span, "'" + tok().text + "' needs a name, attribute or subscript on its left");
   next();
   ExprPtr value = exprList();
   StmtPtr s = newStmt(StmtKind::AugAssign, begin);
@@ -598,7 +647,7 @@ ExprPtr Parser::exprList() {
     elts.push_back(expr());
   ExprPtr tuple = newExpr(ExprKind::Tuple, begin);
   tuple->elts = std::move(elts);
-  return tuple;
+  return checkHeight(std::move(tuple));
 }
 
 // target_list = primary ("," primary)* ","?     (a comma makes a Tuple)
@@ -613,11 +662,12 @@ ExprPtr Parser::targetList() {
     elts.push_back(primary());
   ExprPtr tuple = newExpr(ExprKind::Tuple, begin);
   tuple->elts = std::move(elts);
-  return tuple;
+  return checkHeight(std::move(tuple));
 }
 
 // expr = or_test ("if" or_test "else" expr)?
 ExprPtr Parser::expr() {
+  DepthGuard guard = exprGuard();
   if (equal("lambda"))
     unsupported(tok(), "lambda expressions");
   SourceLoc begin = start();
@@ -631,7 +681,7 @@ ExprPtr Parser::expr() {
   e->a = std::move(test);
   e->b = std::move(body);
   e->c = std::move(orelse);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // or_test = and_test ("or" and_test)*
@@ -653,11 +703,12 @@ ExprPtr Parser::boolOp(ExprPtr (Parser::*operand)(), const char *word, BoolOpKin
   ExprPtr e = newExpr(ExprKind::BoolOp, begin);
   e->boolop = op;
   e->elts = std::move(elts);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // not_test = "not" not_test | comparison
 ExprPtr Parser::notTest() {
+  DepthGuard guard = exprGuard();
   if (!equal("not"))
     return comparison();
   SourceLoc begin = start();
@@ -666,7 +717,7 @@ ExprPtr Parser::notTest() {
   ExprPtr e = newExpr(ExprKind::UnaryOp, begin);
   e->unop = UnaryOpKind::Not;
   e->a = std::move(operand);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // comparison = bitor (compop bitor)*
@@ -683,15 +734,14 @@ ExprPtr Parser::comparison() {
     e->elts.push_back(bitOr());
   } while (compareOp(op));
   e->span = spanFrom(begin);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // compop = "==" | "!=" | "<" | "<=" | ">" | ">=" | "is" "not"? | "not"? "in"
 bool Parser::compareOp(CmpOpKind &op) {
   static const std::pair<const char *, CmpOpKind> kSimple[] = {
-      {"==", CmpOpKind::Eq}, {"!=", CmpOpKind::NotEq}, {"<", CmpOpKind::Lt},
-      {"<=", CmpOpKind::LtE}, {">", CmpOpKind::Gt},    {">=", CmpOpKind::GtE},
-      {"in", CmpOpKind::In}};
+      {"==", CmpOpKind::Eq}, {"!=", CmpOpKind::NotEq}, {"<", CmpOpKind::Lt}, {"<=", CmpOpKind::LtE},
+      {">", CmpOpKind::Gt},  {">=", CmpOpKind::GtE},   {"in", CmpOpKind::In}};
   for (const auto &entry : kSimple) {
     if (consume(entry.first)) {
       op = entry.second;
@@ -744,8 +794,8 @@ ExprPtr Parser::leftAssoc(ExprPtr (Parser::*operand)(), std::initializer_list<Bi
   SourceLoc begin = start();
   ExprPtr lhs = (this->*operand)();
   for (;;) {
-    auto hit = std::find_if(ops.begin(), ops.end(),
-                            [&](const BinOpToken &op) { return equal(op.text); });
+    auto hit =
+        std::find_if(ops.begin(), ops.end(), [&](const BinOpToken &op) { return equal(op.text); });
     if (hit == ops.end())
       return lhs;
     next();
@@ -754,12 +804,13 @@ ExprPtr Parser::leftAssoc(ExprPtr (Parser::*operand)(), std::initializer_list<Bi
     e->binop = hit->op;
     e->a = std::move(lhs);
     e->b = std::move(rhs);
-    lhs = std::move(e);
+    lhs = checkHeight(std::move(e));
   }
 }
 
 // factor = ("+" | "-" | "~") factor | power
 ExprPtr Parser::factor() {
+  DepthGuard guard = exprGuard();
   UnaryOpKind op;
   if (equal("-"))
     op = UnaryOpKind::Neg;
@@ -775,7 +826,7 @@ ExprPtr Parser::factor() {
   ExprPtr e = newExpr(ExprKind::UnaryOp, begin);
   e->unop = op;
   e->a = std::move(operand);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // power = primary ("**" factor)?
@@ -791,7 +842,7 @@ ExprPtr Parser::power() {
   e->binop = BinOpKind::Pow;
   e->a = std::move(base);
   e->b = std::move(exponent);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // primary = atom ("." NAME | "(" args ")" | "[" slices "]")*
@@ -819,7 +870,7 @@ ExprPtr Parser::attribute(ExprPtr value, SourceLoc begin) {
   ExprPtr e = newExpr(ExprKind::Attribute, begin);
   e->name = std::move(name);
   e->a = std::move(value);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // call = primary "(" (arg ("," arg)* ","?)? ")"
@@ -834,7 +885,7 @@ ExprPtr Parser::call(ExprPtr func, SourceLoc begin) {
   }
   expect(")", "expected ',' or ')' after a call argument");
   e->span = spanFrom(begin);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // arg = NAME "=" expr | expr
@@ -871,12 +922,13 @@ ExprPtr Parser::subscript(ExprPtr value, SourceLoc begin) {
       elts.push_back(slice());
     index = newExpr(ExprKind::Tuple, indexBegin);
     index->elts = std::move(elts);
+    index = checkHeight(std::move(index));
   }
   expect("]", "expected ',' or ']' after a subscript");
   ExprPtr e = newExpr(ExprKind::Subscript, begin);
   e->a = std::move(value);
   e->b = std::move(index);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // slice = expr | expr? ":" expr? (":" expr?)?
@@ -892,7 +944,7 @@ ExprPtr Parser::slice() {
   e->a = std::move(lower);
   e->b = std::move(upper);
   e->c = std::move(step);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // atom = NAME | NUMBER | STRING+ | "True" | "False" | "None" | paren | list
@@ -997,7 +1049,7 @@ ExprPtr Parser::parenthesized() {
   expect(")", "expected ',' or ')' in a tuple");
   ExprPtr e = newExpr(ExprKind::Tuple, begin);
   e->elts = std::move(elts);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // list = "[" (expr ("," expr)* ","?)? "]"
@@ -1015,7 +1067,7 @@ ExprPtr Parser::list() {
   expect("]", "expected ',' or ']' in a list");
   ExprPtr e = newExpr(ExprKind::List, begin);
   e->elts = std::move(elts);
-  return e;
+  return checkHeight(std::move(e));
 }
 
 // braces = "{" ... "}"     (dict and set displays and comprehensions, all rejected)

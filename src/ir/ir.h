@@ -27,6 +27,7 @@ enum OpFlag : unsigned {
   FLOATS = 1u << 4,
   TERMINATOR = 1u << 5,
   EFFECT = 1u << 6,
+  PTRS = 1u << 7,
 };
 constexpr int VARIADIC = -1;
 

@@ -228,7 +228,7 @@ void IRParser::typedValues(Block &block) {
 
 // scalar-dtype := i1 | i8 | ... | f32 | f64   (not a pointer)
 DType IRParser::scalarDType() {
-  Named w = expectWord("an element type");
+  Named w = expectWord("a scalar element type");
   auto d = dtypeFromName(w.name);
   if (!d || isPointer(*d))
     error(w.begin, w.end, "unknown element type '" + w.name + "'");
@@ -521,8 +521,10 @@ void IRParser::op(Block &block) {
 std::unique_ptr<Function> IRParser::parse() {
   auto fn = std::make_unique<Function>();
   Named keyword = word();
-  if (keyword.name != "func")
+  if (keyword.name.empty())
     errorHere("expected 'func'");
+  if (keyword.name != "func")
+    error(keyword.begin, keyword.end, "expected 'func', found '" + keyword.name + "'");
   expect("@", "before the function name");
   if (!isWordChar(peek()))
     errorHere("expected the function name after '@'");

@@ -4,7 +4,7 @@
 //     ...ops of the region, one level deeper...
 //   } else {            (`} do {` for while; other ops: `} {`)
 //   }
-// Attribute values: 5, 1.5, 1.0e+20, inf, -inf, nan, [1, 0], "text". Floats always read
+// Attribute values: 5, 1.5, 1e+20, inf, -inf, nan, [1, 0], "text". Floats always read
 // back as floats and round-trip exactly. Locations are not printed.
 #include "ir/printer.h"
 
@@ -87,7 +87,8 @@ std::string printOp(const Op &op) {
   out += op.info().mnemonic;
   out += "(" + joined(op.operands, [](const Value *v) { return valueName(v); }) + ")";
   if (!op.attrs.empty())
-    out += " {" + joined(op.attrs, [](const auto &a) { return a.first + " = " + attrText(a.second); }) +
+    out += " {" +
+           joined(op.attrs, [](const auto &a) { return a.first + " = " + attrText(a.second); }) +
            "}";
   if (!op.results.empty())
     out += " : " + joined(op.results, [](const auto &r) { return r->type.str(); });

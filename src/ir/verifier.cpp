@@ -91,7 +91,9 @@ std::vector<int64_t> without(std::vector<int64_t> shape, int64_t axis) {
 Type pointeeOf(const Type &ptr) { return Type::scalar(ptr.pointee).withShape(ptr.shape); }
 
 // The tile a block pointer addresses.
-Type blockTile(const Type &blockPtr) { return Type::scalar(blockPtr.pointee).withShape(blockPtr.blockShape); }
+Type blockTile(const Type &blockPtr) {
+  return Type::scalar(blockPtr.pointee).withShape(blockPtr.blockShape);
+}
 
 // The types a region's terminator passes on, checking the terminator's kind.
 std::vector<Type> terminatorTypes(const Op &op, int region, OpKind kind, const char *rule) {
@@ -119,15 +121,22 @@ void checkElementwise(const Op &op) {
             "elementwise operands and result must have one shape");
 }
 
+const char *operandKindsRule(const Op &op) {
+  if (!op.has(FLOATS))
+    return "operands must be integers";
+  return op.has(INTS) ? "operands must be integers or floats" : "operands must be floats";
+}
+
+bool hasAllowedKind(const Op &op, DType d) {
+  return (op.has(INTS) && isInteger(d)) || (op.has(FLOATS) && isFloat(d)) ||
+         (op.has(PTRS) && d == DType::Ptr);
+}
+
 void checkOperandKinds(const Op &op) {
   if (!op.has(INTS) && !op.has(FLOATS))
     return;
-  for (const Value *v : op.operands) {
-    bool ok = (op.has(INTS) && isInteger(v->type.dtype)) || (op.has(FLOATS) && isFloat(v->type.dtype));
-    require(ok, op, op.has(INTS) ? (op.has(FLOATS) ? "operands must be integers or floats"
-                                                   : "operands must be integers")
-                                 : "operands must be floats");
-  }
+  for (const Value *v : op.operands)
+    require(hasAllowedKind(op, v->type.dtype), op, operandKindsRule(op));
   if (isComparison(op.kind))
     return;
   for (const Value *v : op.operands)
@@ -144,8 +153,8 @@ void checkComparison(const Op &op) {
 
 void checkConstant(const Op &op) {
   const Attr *value = op.attr("value");
-  require(value && (std::holds_alternative<int64_t>(*value) ||
-                    std::holds_alternative<double>(*value)),
+  require(value &&
+              (std::holds_alternative<int64_t>(*value) || std::holds_alternative<double>(*value)),
           op, "constant needs an int or float 'value'");
   require(std::holds_alternative<int64_t>(*value) || isFloat(op.result()->type.dtype), op,
           "a float 'value' needs a float type");
@@ -220,8 +229,8 @@ void checkConversion(const Op &op) {
 
 void checkSelect(const Op &op) {
   require(isI1(op.operand(0)->type), op, "select's condition must be i1");
-  require(op.operand(1)->type == op.result()->type && op.operand(2)->type == op.result()->type,
-          op, "select's branches and result must have one type");
+  require(op.operand(1)->type == op.result()->type && op.operand(2)->type == op.result()->type, op,
+          "select's branches and result must have one type");
 }
 
 void checkAddPtr(const Op &op) {
@@ -257,7 +266,8 @@ void checkMakeBlockPtr(const Op &op) {
   require(!op.operands.empty() && isScalarOf(op.operand(0)->type, DKind::Pointer) &&
               op.operand(0)->type.dtype == DType::Ptr,
           op, "make_block_ptr's base is a scalar !ptr");
-  require(out.isScalar() && out.dtype == DType::BlockPtr && out.pointee == op.operand(0)->type.pointee,
+  require(out.isScalar() && out.dtype == DType::BlockPtr &&
+              out.pointee == op.operand(0)->type.pointee,
           op, "make_block_ptr's result is a !blockptr to the base's pointee");
   size_t rank = out.blockShape.size();
   require(op.operands.size() == 1 + 3 * rank && allScalarInts(op, 1, op.operands.size()), op,
@@ -288,9 +298,11 @@ void checkReduce(const Op &op) {
   require(axisIn(op, in.rank()), op, "'axis' out of range");
   bool isArg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
   DType dtype = isArg ? DType::I32 : in.dtype;
-  Type expected = (isArg ? in.withDType(dtype) : in).withShape(without(in.shape, op.intAttr("axis")));
-  require(out == expected, op, isArg ? "the result is i32, the operand's shape less 'axis'"
-                                     : "the result is the operand's type less 'axis'");
+  Type expected =
+      (isArg ? in.withDType(dtype) : in).withShape(without(in.shape, op.intAttr("axis")));
+  require(out == expected, op,
+          isArg ? "the result is i32, the operand's shape less 'axis'"
+                : "the result is the operand's type less 'axis'");
 }
 
 void checkCumSum(const Op &op) {
@@ -504,7 +516,8 @@ void Verifier::checkTerminator(const Block &block, const Op *parent) {
   if (block.ops.empty() || block.ops.back()->kind != want)
     broken(rule, block.ops.empty() ? where : printOp(*block.ops.back()));
   for (size_t i = 0; i + 1 < block.ops.size(); ++i)
-    require(!block.ops[i]->has(TERMINATOR), *block.ops[i], "a terminator must be last in its block");
+    require(!block.ops[i]->has(TERMINATOR), *block.ops[i],
+            "a terminator must be last in its block");
 }
 
 void Verifier::checkBlock(const Block &block, const Op *parent) {

@@ -87,18 +87,28 @@ std::optional<int64_t> shift(OpKind kind, int64_t a, int64_t b, DType d) {
   return isUnsignedLike(d) ? (int64_t)((uint64_t)a >> b) : a >> b;
 }
 
+// The high 64 bits of the 128-bit product, from 32-bit halves.
+uint64_t mulHi64(uint64_t a, uint64_t b) {
+  uint64_t aLo = a & 0xffffffffu, aHi = a >> 32, bLo = b & 0xffffffffu, bHi = b >> 32;
+  uint64_t hiLo = aHi * bLo;
+  uint64_t cross = ((aLo * bLo) >> 32) + (hiLo & 0xffffffffu) + aLo * bHi;
+  return aHi * bHi + (hiLo >> 32) + (cross >> 32);
+}
+
 int64_t mulHi(int64_t a, int64_t b, DType d) {
   int bits = dtypeBits(d);
   if (bits == 64)
-    return (int64_t)(uint64_t)(((unsigned __int128)(uint64_t)a * (uint64_t)b) >> 64);
+    return (int64_t)mulHi64(a, b);
   uint64_t mask = (uint64_t(1) << bits) - 1;
   return wrapInt((((uint64_t)a & mask) * ((uint64_t)b & mask)) >> bits, d);
 }
 
 // -1, 0 or 1 as a <, ==, > b, signed or not as the type says.
 int order(int64_t a, int64_t b, DType d) {
-  if (isUnsignedLike(d))
-    return (uint64_t)a < (uint64_t)b ? -1 : (uint64_t)a > (uint64_t)b;
+  if (isUnsignedLike(d)) {
+    uint64_t ua = a, ub = b;
+    return ua < ub ? -1 : ua > ub;
+  }
   return a < b ? -1 : a > b;
 }
 

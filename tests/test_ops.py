@@ -1,0 +1,2243 @@
+"""One test per op of the kernel language, each checked against numpy (or torch).
+
+Data is random and non-zero, sizes are odd and accesses are masked, so that a
+wrong mask, a wrong promotion or an op that ignores its operand shows up.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+
+from conftest import nonzero
+
+
+def nonzero_int(rng, shape, dtype=np.int32, high=100):
+    """Random non-zero integers in [-high, high] ([1, high] for unsigned types)."""
+    x = rng.integers(1, high + 1, size=shape)
+    if np.issubdtype(np.dtype(dtype), np.signedinteger):
+        x = x * rng.choice([-1, 1], size=shape)
+    return x.astype(dtype)
+
+
+def full_range(rng, shape, dtype):
+    """Random non-zero integers over the whole range of an integer dtype."""
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    return np.where(x == 0, dtype(1), x).astype(dtype)
+
+
+def c_div(a, b):
+    """Integer division truncating toward zero, as in C (and Triton)."""
+    q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+    return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
+
+
+def c_mod(a, b):
+    """The remainder of c_div: it has the sign of the dividend."""
+    return np.fmod(a, b)
+
+
+def grid1(n, block):
+    return (tilec.cdiv(n, block),)
+
+
+# ----------------------------------------------------------------------------
+# arithmetic
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    if OP == "+":
+        z = x + y
+    elif OP == "-":
+        z = x - y
+    elif OP == "*":
+        z = x * y
+    elif OP == "/":
+        z = x / y
+    elif OP == "//":
+        z = x // y
+    elif OP == "%":
+        z = x % y
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int64, np.uint32, np.uint8])
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "//", "%"])
+def test_int_arithmetic(rng, op, dtype):
+    n = 203
+    if dtype == np.int32:
+        x = nonzero_int(rng, n, dtype, high=1000)
+        y = nonzero_int(rng, n, dtype, high=30)
+    else:
+        # the whole range: + - * wrap around
+        x = full_range(rng, n, dtype)
+        y = full_range(rng, n, dtype) if op in "+-*" else nonzero_int(rng, n, dtype, high=30)
+        if np.issubdtype(dtype, np.signedinteger):
+            x[x == np.iinfo(dtype).min] = 1  # MIN // -1 overflows
+    ref = {
+        "+": lambda: x + y,
+        "-": lambda: x - y,
+        "*": lambda: x * y,
+        # int / int is a float32 division of the operands converted to float32
+        "/": lambda: x.astype(np.float32) / y.astype(np.float32),
+        "//": lambda: c_div(x, y),  # truncates toward zero, unlike Python
+        "%": lambda: c_mod(x, y),  # has the sign of x, unlike Python
+    }[op]()
+    out = np.zeros(n, ref.dtype)
+    binary_kernel[grid1(n, 64)](x, y, out, n, OP=op, BLOCK=64)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "%"])
+def test_float_arithmetic(rng, op, dtype):
+    n = 203
+    x = nonzero(rng, n, dtype, high=50.0)
+    y = nonzero(rng, n, dtype)
+    ref = {"+": x + y, "-": x - y, "*": x * y, "/": x / y, "%": np.fmod(x, y)}[op]
+    out = np.zeros(n, dtype)
+    binary_kernel[grid1(n, 64)](x, y, out, n, OP=op, BLOCK=64)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+def test_bfloat16_arithmetic(rng, op):
+    torch = pytest.importorskip("torch")
+    n = 203
+    x = torch.from_numpy(nonzero(rng, n, high=50.0)).to(torch.bfloat16)
+    y = torch.from_numpy(nonzero(rng, n)).to(torch.bfloat16)
+    ref = {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[op]  # rounded once to bf16
+    out = torch.zeros(n, dtype=torch.bfloat16)
+    binary_kernel[grid1(n, 64)](x, y, out, n, OP=op, BLOCK=64)
+    assert torch.equal(out.view(torch.int16), ref.view(torch.int16))
+
+
+@tilec.jit
+def truediv_kernel(x_ptr, y_ptr, out_ptr, n, EXPECTED: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    z = x / y
+    tl.static_assert(z.dtype == EXPECTED)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("xt,yt,expected,ref_t", [
+    (np.int32, np.int32, tl.float32, np.float32),
+    (np.int64, np.int64, tl.float32, np.float32),  # int / int is float32 whatever the width
+    (np.uint8, np.uint16, tl.float32, np.float32),
+    # / and % on float16 or bfloat16 compute in float32, as PTX has no fp16 division
+    (np.float16, np.float16, tl.float32, np.float32),
+    (np.float16, np.int32, tl.float32, np.float32),
+    (np.float16, np.float32, tl.float32, np.float32),
+    (np.float64, np.int32, tl.float64, np.float64),
+])
+def test_truediv_result_type(rng, xt, yt, expected, ref_t):
+    n = 71
+
+    def make(t):
+        if np.issubdtype(t, np.integer):
+            return nonzero_int(rng, n, t, high=100)
+        return nonzero(rng, n, t)
+
+    x, y = make(xt), make(yt)
+    out = np.zeros(n, ref_t)
+    truediv_kernel[grid1(n, 32)](x, y, out, n, EXPECTED=expected, BLOCK=32)
+    np.testing.assert_array_equal(out, x.astype(ref_t) / y.astype(ref_t))
+
+
+def test_bfloat16_division_is_float32(rng):
+    torch = pytest.importorskip("torch")
+    n = 71
+    x = torch.from_numpy(nonzero(rng, n)).to(torch.bfloat16)
+    y = torch.from_numpy(nonzero(rng, n)).to(torch.bfloat16)
+    out = torch.zeros(n)
+    truediv_kernel[grid1(n, 32)](x, y, out, n, EXPECTED=tl.float32, BLOCK=32)
+    assert torch.equal(out, x.float() / y.float())
+
+
+@tilec.jit
+def fp16_mod_scalar_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    a = x % 0.75
+    b = x / 3.0
+    c = x * 3.0
+    tl.static_assert(a.dtype == tl.float32)
+    tl.static_assert(b.dtype == tl.float32)
+    tl.static_assert(c.dtype == tl.float16)
+    tl.store(out_ptr + offs, a, mask=m)
+    tl.store(out_ptr + n + offs, b, mask=m)
+    tl.store(out_ptr + 2 * n + offs, c, mask=m)
+
+
+def test_float16_mod_and_div_by_scalar_are_float32(rng):
+    n = 45
+    x = nonzero(rng, n, np.float16, high=8.0)
+    out = np.zeros(3 * n, np.float32)
+    fp16_mod_scalar_kernel[grid1(n, 16)](x, out, n, BLOCK=16)
+    xf = x.astype(np.float32)
+    np.testing.assert_array_equal(out, np.concatenate([np.fmod(xf, np.float32(0.75)),
+                                                       xf / np.float32(3.0),
+                                                       (x * np.float16(3.0)).astype(np.float32)]))
+
+
+@pytest.mark.parametrize("op", ["/", "//", "%"])
+def test_division_with_mixed_signedness_is_an_error(rng, op):
+    # Triton refuses /, // and % between signed and unsigned integers
+    x = full_range(rng, 16, np.uint32)
+    y = nonzero_int(rng, 16, np.int32)
+    out = np.zeros(16, np.float32 if op == "/" else np.uint32)
+    with pytest.raises(tilec.CompilationError, match="signedness"):
+        binary_kernel[(1,)](x, y, out, 16, OP=op, BLOCK=16)
+
+
+@tilec.jit
+def scalar_operand_kernel(x_ptr, out1_ptr, out2_ptr, s, n, OP: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if OP == "+":
+        a, b = x + s, s + x
+    elif OP == "-":
+        a, b = x - s, s - x
+    elif OP == "*":
+        a, b = x * s, s * x
+    elif OP == "/":
+        a, b = x / s, s / x
+    elif OP == "//":
+        a, b = x // s, s // x
+    elif OP == "%":
+        a, b = x % s, s % x
+    tl.store(out1_ptr + offs, a, mask=m)
+    tl.store(out2_ptr + offs, b, mask=m)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "//", "%"])
+def test_int32_tensor_with_runtime_scalar(rng, op):
+    n = 77
+    x = nonzero_int(rng, n, np.int32, high=500)
+    s = -7
+    sv = np.int32(s)
+    refs = {
+        "+": (x + sv, sv + x),
+        "-": (x - sv, sv - x),
+        "*": (x * sv, sv * x),
+        "/": (x.astype(np.float32) / np.float32(s), np.float32(s) / x.astype(np.float32)),
+        "//": (c_div(x, np.full(n, sv)), c_div(np.full(n, sv), x)),
+        "%": (c_mod(x, sv), c_mod(np.full(n, sv), x)),
+    }[op]
+    out1, out2 = np.zeros(n, refs[0].dtype), np.zeros(n, refs[1].dtype)
+    scalar_operand_kernel[grid1(n, 32)](x, out1, out2, s, n, OP=op, BLOCK=32)
+    np.testing.assert_array_equal(out1, refs[0])
+    np.testing.assert_array_equal(out2, refs[1])
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "%"])
+def test_float32_tensor_with_runtime_scalar(rng, op):
+    n = 77
+    x = nonzero(rng, n)
+    s = 2.7  # a float argument is passed as float32
+    f = np.float32(s)
+    refs = {"+": (x + f, f + x), "-": (x - f, f - x), "*": (x * f, f * x),
+            "/": (x / f, f / x), "%": (np.fmod(x, f), np.fmod(f, x))}[op]
+    out1, out2 = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    scalar_operand_kernel[grid1(n, 32)](x, out1, out2, s, n, OP=op, BLOCK=32)
+    np.testing.assert_array_equal(out1, refs[0])
+    np.testing.assert_array_equal(out2, refs[1])
+
+
+@tilec.jit
+def scalar_scalar_kernel(iout_ptr, fout_ptr, a, b):
+    tl.store(iout_ptr + 0, a + b)
+    tl.store(iout_ptr + 1, a - b)
+    tl.store(iout_ptr + 2, a * b)
+    tl.store(iout_ptr + 3, a // b)
+    tl.store(iout_ptr + 4, a % b)
+    tl.store(iout_ptr + 5, -a)
+    tl.store(fout_ptr, a / b)
+
+
+@pytest.mark.parametrize("a,b", [(-7, 2), (7, -2), (-7, -2), (23, 5)])
+def test_scalar_scalar_int_arithmetic(a, b):
+    iout = np.zeros(6, np.int32)
+    fout = np.zeros(1, np.float32)
+    scalar_scalar_kernel[(1,)](iout, fout, a, b)
+    q = int(a / b)  # truncation toward zero
+    np.testing.assert_array_equal(iout, [a + b, a - b, a * b, q, a - q * b, -a])
+    assert fout[0] == np.float32(a) / np.float32(b)
+
+
+@tilec.jit
+def literal_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    r = tl.arange(0, 8)[None, :]
+    y = tl.where(r == 0, x[:, None] // 3, 0)
+    y = tl.where(r == 1, x[:, None] % 3, y)
+    y = tl.where(r == 2, x[:, None] // -3, y)
+    y = tl.where(r == 3, x[:, None] % -3, y)
+    y = tl.where(r == 4, 100 // x[:, None], y)
+    y = tl.where(r == 5, 100 % x[:, None], y)
+    y = tl.where(r == 6, 2 * x[:, None] - 1, y)
+    y = tl.where(r == 7, -x[:, None], y)
+    tl.store(out_ptr + offs[:, None] * 8 + r, y, mask=m[:, None])
+
+
+def test_int32_tensor_with_literals(rng):
+    n = 45
+    x = nonzero_int(rng, n, np.int32, high=200)
+    out = np.zeros((n, 8), np.int32)
+    literal_kernel[grid1(n, 16)](x, out, n, BLOCK=16)
+    full = lambda v: np.full(n, v, np.int32)  # noqa: E731
+    ref = np.stack([c_div(x, full(3)), c_mod(x, full(3)), c_div(x, full(-3)),
+                    c_mod(x, full(-3)), c_div(full(100), x), c_mod(full(100), x),
+                    2 * x - 1, -x], axis=1)
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if OP == "-":
+        y = -x
+    elif OP == "~":
+        y = ~x
+    elif OP == "+":
+        y = +x
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+@pytest.mark.parametrize("op,dtype", [("-", np.float32), ("-", np.int32), ("-", np.int8),
+                                      ("+", np.float32), ("~", np.int32), ("~", np.uint32),
+                                      ("~", np.int8)])
+def test_unary_ops(rng, op, dtype):
+    n = 99
+    if np.issubdtype(dtype, np.integer):
+        x = full_range(rng, n, dtype)
+        if op == "-":
+            x = np.where(x == np.iinfo(dtype).min, dtype(1), x).astype(dtype)
+    else:
+        x = nonzero(rng, n, dtype)
+    out = np.zeros_like(x)
+    unary_kernel[grid1(n, 32)](x, out, n, OP=op, BLOCK=32)
+    ref = {"-": lambda: -x, "+": lambda: x, "~": lambda: ~x}[op]()
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def not_kernel(out_ptr, a, b, flag):
+    tl.store(out_ptr + 0, (not flag).to(tl.int32))
+    tl.store(out_ptr + 1, (not (a < b)).to(tl.int32))
+    if not flag:
+        tl.store(out_ptr + 2, 10)
+    else:
+        tl.store(out_ptr + 2, 20)
+    if not (a > b) and flag:
+        tl.store(out_ptr + 3, 30)
+
+
+@pytest.mark.parametrize("a,b,flag", [(3, 5, True), (5, 3, True), (3, 5, False)])
+def test_not_on_scalars(a, b, flag):
+    out = np.full(4, -1, np.int32)
+    not_kernel[(1,)](out, a, b, flag)
+    expected = [int(not flag), int(not (a < b)), 10 if not flag else 20,
+                30 if (not (a > b) and flag) else -1]
+    np.testing.assert_array_equal(out, expected)
+
+
+@tilec.jit
+def not_tensor_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (not (x > 0)).to(tl.int32), mask=m)
+
+
+def test_not_on_int1_tensor(rng):
+    n = 37
+    x = nonzero(rng, n)
+    out = np.full(n, -1, np.int32)
+    not_tensor_kernel[grid1(n, 16)](x, out, n, BLOCK=16)
+    np.testing.assert_array_equal(out, (x <= 0).astype(np.int32))
+
+
+# ----------------------------------------------------------------------------
+# comparisons and bitwise ops
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def compare_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    if OP == "<":
+        c = x < y
+    elif OP == "<=":
+        c = x <= y
+    elif OP == ">":
+        c = x > y
+    elif OP == ">=":
+        c = x >= y
+    elif OP == "==":
+        c = x == y
+    elif OP == "!=":
+        c = x != y
+    tl.static_assert(c.dtype == tl.int1)
+    tl.store(out_ptr + offs, c.to(tl.int32), mask=m)
+
+
+COMPARE_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+               "==": np.equal, "!=": np.not_equal}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint8, np.uint64,
+                                   np.float32, np.float16])
+@pytest.mark.parametrize("op", list(COMPARE_OPS))
+def test_comparisons(rng, op, dtype):
+    n = 131
+    if np.issubdtype(dtype, np.unsignedinteger):
+        half = dtype(2 ** (8 * np.dtype(dtype).itemsize - 1))
+        x = rng.integers(0, 6, size=n).astype(dtype) + half - dtype(3)  # crosses the sign bit
+    elif np.issubdtype(dtype, np.integer):
+        x = nonzero_int(rng, n, dtype, high=4)
+    else:
+        x = (nonzero_int(rng, n, np.int32, high=4) * 0.5).astype(dtype)
+    y = np.where(rng.random(n) < 0.3, x, rng.permutation(x)).astype(dtype)  # many ties
+    out = np.full(n, -1, np.int32)
+    compare_kernel[grid1(n, 64)](x, y, out, n, OP=op, BLOCK=64)
+    np.testing.assert_array_equal(out, COMPARE_OPS[op](x, y).astype(np.int32))
+
+
+@tilec.jit
+def chained_compare_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    c = tl.load(c_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (a < b < c).to(tl.int32), mask=m)
+
+
+def test_chained_comparison(rng):
+    n = 157
+    a, b, c = (nonzero_int(rng, n, np.int32, high=3) for _ in range(3))
+    out = np.full(n, -1, np.int32)
+    chained_compare_kernel[grid1(n, 64)](a, b, c, out, n, BLOCK=64)
+    np.testing.assert_array_equal(out, ((a < b) & (b < c)).astype(np.int32))
+
+
+@tilec.jit
+def bitwise_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    if OP == "&":
+        z = x & y
+    elif OP == "|":
+        z = x | y
+    elif OP == "^":
+        z = x ^ y
+    elif OP == "<<":
+        z = x << y
+    elif OP == ">>":
+        z = x >> y
+    elif OP == ">> 5":
+        z = x >> 5
+    elif OP == "<< 3":
+        z = x << 3
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint8, np.int64,
+                                   np.uint64])
+@pytest.mark.parametrize("op", ["&", "|", "^", "<<", ">>", ">> 5", "<< 3"])
+def test_bitwise(rng, op, dtype):
+    n = 111
+    bits = np.dtype(dtype).itemsize * 8
+    x = full_range(rng, n, dtype)
+    if op in ("<<", ">>"):
+        y = rng.integers(1, bits, size=n).astype(dtype)
+    else:
+        y = full_range(rng, n, dtype)
+    out = np.zeros(n, dtype)
+    bitwise_kernel[grid1(n, 32)](x, y, out, n, OP=op, BLOCK=32)
+    # numpy's >> is arithmetic for signed and logical for unsigned types, as in Triton
+    ref = {"&": lambda: x & y, "|": lambda: x | y, "^": lambda: x ^ y,
+           "<<": lambda: x << y, ">>": lambda: x >> y,
+           ">> 5": lambda: x >> dtype(5), "<< 3": lambda: x << dtype(3)}[op]()
+    np.testing.assert_array_equal(out, ref.astype(dtype))
+
+
+@tilec.jit
+def logical_mask_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    c = ((x > 0) & (x < 1.0)) | ~(x > -1.5) ^ (x == x)
+    tl.store(out_ptr + offs, c.to(tl.int32), mask=m)
+
+
+def test_bitwise_ops_on_int1(rng):
+    n = 91
+    x = nonzero(rng, n)
+    out = np.full(n, -1, np.int32)
+    logical_mask_kernel[grid1(n, 32)](x, out, n, BLOCK=32)
+    ref = ((x > 0) & (x < 1.0)) | (~(x > -1.5) ^ (x == x))
+    np.testing.assert_array_equal(out, ref.astype(np.int32))
+
+
+# ----------------------------------------------------------------------------
+# type promotion and casts
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def promote_kernel(x_ptr, y_ptr, out_ptr, n, EXPECTED: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    z = x + y
+    tl.static_assert(z.dtype == EXPECTED)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("xt,yt,expected,ref_t", [
+    (np.float16, np.float32, tl.float32, np.float32),
+    (np.float32, np.float64, tl.float64, np.float64),
+    (np.int8, np.int32, tl.int32, np.int32),
+    (np.int16, np.int8, tl.int16, np.int16),
+    (np.uint32, np.int32, tl.uint32, np.uint32),  # same width: unsigned wins
+    (np.uint8, np.int32, tl.int32, np.int32),  # wider signed wins
+    (np.int32, np.float16, tl.float16, np.float16),
+    (np.int64, np.int32, tl.int64, np.int64),
+])
+def test_tensor_tensor_promotion(rng, xt, yt, expected, ref_t):
+    n = 75
+
+    def make(t):
+        if np.issubdtype(t, np.integer):
+            return full_range(rng, n, t) if t != np.int32 else nonzero_int(rng, n, t, 1000)
+        return nonzero(rng, n, t)
+
+    x, y = make(xt), make(yt)
+    out = np.zeros(n, ref_t)
+    promote_kernel[grid1(n, 32)](x, y, out, n, EXPECTED=expected, BLOCK=32)
+    with np.errstate(over="ignore"):
+        ref = x.astype(ref_t) + y.astype(ref_t)
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def literal_promote_kernel(x_ptr, out_ptr, n, LIT: tl.constexpr, EXPECTED: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if LIT == "1":
+        z = x + 1
+    elif LIT == "1.5":
+        z = x + 1.5
+    elif LIT == "*3":
+        z = x * 3
+    tl.static_assert(z.dtype == EXPECTED)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("xt,lit,expected,ref", [
+    # an int32 tensor plus a Python float is float32
+    (np.int32, "1.5", tl.float32, lambda x: x.astype(np.float32) + np.float32(1.5)),
+    # a Python int does not widen the tensor: int8 + 1 stays int8 and wraps
+    (np.int8, "1", tl.int8, lambda x: x + np.int8(1)),
+    (np.uint8, "1", tl.uint8, lambda x: x + np.uint8(1)),
+    (np.int8, "*3", tl.int8, lambda x: x * np.int8(3)),
+    # a Python float does not widen a float16 tensor either
+    (np.float16, "1.5", tl.float16, lambda x: x + np.float16(1.5)),
+    (np.float32, "1", tl.float32, lambda x: x + np.float32(1)),
+])
+def test_tensor_literal_promotion(rng, xt, lit, expected, ref):
+    n = 300
+    if np.issubdtype(xt, np.integer):
+        x = full_range(rng, n, xt)
+        x[:3] = np.iinfo(xt).max  # must wrap
+    else:
+        x = nonzero(rng, n, xt)
+    out = np.zeros(n, np.dtype(ref(x[:1]).dtype))
+    literal_promote_kernel[grid1(n, 128)](x, out, n, LIT=lit, EXPECTED=expected, BLOCK=128)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, ref(x))
+
+
+@tilec.jit
+def scalar_promote_kernel(x_ptr, out_ptr, n, s, C: tl.constexpr, EXPECTED: tl.constexpr,
+                          WITH_RUNTIME: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if WITH_RUNTIME:
+        z = x + s  # a runtime scalar takes part in the promotion like a tensor
+    else:
+        z = x + C  # a constexpr behaves like a literal
+    tl.static_assert(z.dtype == EXPECTED)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("xt,s,runtime,expected,ref_t", [
+    (np.int8, 3, True, tl.int32, np.int32),
+    (np.int8, 3, False, tl.int8, np.int8),
+    (np.float16, 0.5, True, tl.float32, np.float32),
+    (np.float16, 0.5, False, tl.float16, np.float16),
+    (np.int32, 0.5, True, tl.float32, np.float32),
+])
+def test_runtime_scalar_vs_constexpr_promotion(rng, xt, s, runtime, expected, ref_t):
+    n = 130
+    if np.issubdtype(xt, np.integer):
+        x = full_range(rng, n, xt)
+        x[:2] = np.iinfo(xt).max
+    else:
+        x = nonzero(rng, n, xt)
+    out = np.zeros(n, ref_t)
+    scalar_promote_kernel[grid1(n, 64)](x, out, n, s, C=s, EXPECTED=expected,
+                                        WITH_RUNTIME=runtime, BLOCK=64)
+    np.testing.assert_array_equal(out, x.astype(ref_t) + np.array(s).astype(ref_t))
+
+
+@tilec.jit
+def literal_compare_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (x < 1.5).to(tl.int32), mask=m)  # compares as float
+    tl.store(out_ptr + n + offs, (x == 2).to(tl.int32), mask=m)
+    tl.store(out_ptr + 2 * n + offs, (-0.5 >= x).to(tl.int32), mask=m)
+
+
+def test_int_tensor_compared_with_literals(rng):
+    n = 50
+    x = nonzero_int(rng, n, np.int32, high=3)
+    out = np.zeros(3 * n, np.int32)
+    literal_compare_kernel[grid1(n, 32)](x, out, n, BLOCK=32)
+    ref = np.concatenate([x < 1.5, x == 2, -0.5 >= x]).astype(np.int32)
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def cast_kernel(x_ptr, out_ptr, n, DTYPE: tl.constexpr, BITCAST: tl.constexpr,
+                USE_FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if USE_FN:
+        y = tl.cast(x, DTYPE, bitcast=BITCAST)
+    else:
+        y = x.to(DTYPE, bitcast=BITCAST)
+    tl.static_assert(y.dtype == DTYPE)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+def _f16_ties(rng, n):
+    """float32 values exactly half way between two adjacent float16 values."""
+    lo = nonzero(rng, n, np.float16)
+    hi = np.nextafter(lo, np.float16(np.inf))
+    return (lo.astype(np.float32) + hi.astype(np.float32)) / 2
+
+
+CAST_CASES = {
+    # name: (make input, tl dtype, reference)
+    "f32->i32": (lambda r, n: nonzero(r, n, high=300.0), tl.int32,
+                 lambda x: np.trunc(x).astype(np.int32)),
+    "f32->i8": (lambda r, n: nonzero(r, n, high=120.0), tl.int8,
+                lambda x: np.trunc(x).astype(np.int8)),
+    "f32->u8": (lambda r, n: np.abs(nonzero(r, n, high=250.0)), tl.uint8,
+                lambda x: np.trunc(x).astype(np.uint8)),
+    "f64->i64": (lambda r, n: nonzero(r, n, np.float64, high=1e12), tl.int64,
+                 lambda x: np.trunc(x).astype(np.int64)),
+    "f32->u32 big": (lambda r, n: r.uniform(2**31, 2**32 - 256, n).astype(np.float32),
+                     tl.uint32, lambda x: x.astype(np.uint32)),
+    "f64->u64 big": (lambda r, n: r.uniform(2**63, 2**64 - 4096, n), tl.uint64,
+                     lambda x: x.astype(np.uint64)),
+    "u64->f64 big": (lambda r, n: r.integers(2**63, 2**64 - 1, n, dtype=np.uint64,
+                                             endpoint=True), tl.float64,
+                     lambda x: x.astype(np.float64)),
+    "u8->f32": (lambda r, n: full_range(r, n, np.uint8), tl.float32,
+                lambda x: x.astype(np.float32)),
+    "i32->f32": (lambda r, n: nonzero_int(r, n, np.int32, high=2**30), tl.float32,
+                 lambda x: x.astype(np.float32)),
+    "i64->f64": (lambda r, n: nonzero_int(r, n, np.int64, high=2**62), tl.float64,
+                 lambda x: x.astype(np.float64)),
+    "u32->f32": (lambda r, n: full_range(r, n, np.uint32), tl.float32,
+                 lambda x: x.astype(np.float32)),
+    "i8->f16": (lambda r, n: full_range(r, n, np.int8), tl.float16,
+                lambda x: x.astype(np.float16)),
+    "f32->f16": (lambda r, n: nonzero(r, n, high=1000.0), tl.float16,
+                 lambda x: x.astype(np.float16)),
+    "f32->f16 ties": (_f16_ties, tl.float16, lambda x: x.astype(np.float16)),
+    "f16->f32": (lambda r, n: nonzero(r, n, np.float16), tl.float32,
+                 lambda x: x.astype(np.float32)),
+    "f64->f32": (lambda r, n: nonzero(r, n, np.float64), tl.float32,
+                 lambda x: x.astype(np.float32)),
+    "f32->f64": (lambda r, n: nonzero(r, n), tl.float64, lambda x: x.astype(np.float64)),
+    "i32->i8": (lambda r, n: full_range(r, n, np.int32), tl.int8,
+                lambda x: x.astype(np.int8)),
+    "i8->i32": (lambda r, n: full_range(r, n, np.int8), tl.int32,
+                lambda x: x.astype(np.int32)),
+    "u8->i32": (lambda r, n: full_range(r, n, np.uint8), tl.int32,
+                lambda x: x.astype(np.int32)),
+    "i8->u32": (lambda r, n: full_range(r, n, np.int8), tl.uint32,
+                lambda x: x.astype(np.uint32)),  # sign-extends, then reinterprets
+    "i32->i64": (lambda r, n: full_range(r, n, np.int32), tl.int64,
+                 lambda x: x.astype(np.int64)),
+    "u32->u64": (lambda r, n: full_range(r, n, np.uint32), tl.uint64,
+                 lambda x: x.astype(np.uint64)),
+    "i64->i16": (lambda r, n: full_range(r, n, np.int64), tl.int16,
+                 lambda x: x.astype(np.int16)),
+}
+
+
+@pytest.mark.parametrize("use_fn", [False, True], ids=["to", "tl.cast"])
+@pytest.mark.parametrize("case", list(CAST_CASES))
+def test_cast(rng, case, use_fn):
+    make, dtype, ref_fn = CAST_CASES[case]
+    n = 257
+    x = make(rng, n)
+    ref = ref_fn(x)
+    out = np.zeros(n, ref.dtype)
+    cast_kernel[grid1(n, 64)](x, out, n, DTYPE=dtype, BITCAST=False, USE_FN=use_fn, BLOCK=64)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("src,dst,tl_dst", [
+    (np.float32, np.int32, tl.int32), (np.int32, np.float32, tl.float32),
+    (np.float16, np.int16, tl.int16), (np.float32, np.uint32, tl.uint32),
+    (np.float64, np.int64, tl.int64), (np.int8, np.uint8, tl.uint8),
+])
+@pytest.mark.parametrize("use_fn", [False, True], ids=["to", "tl.cast"])
+def test_bitcast(rng, src, dst, tl_dst, use_fn):
+    n = 67
+    if np.issubdtype(src, np.floating):
+        x = nonzero(rng, n, src)
+    else:
+        # random bit patterns that are finite when read as floats
+        x = nonzero(rng, n, dst).view(src) if np.issubdtype(dst, np.floating) \
+            else full_range(rng, n, src)
+    out = np.zeros(n, dst)
+    cast_kernel[grid1(n, 32)](x, out, n, DTYPE=tl_dst, BITCAST=True, USE_FN=use_fn, BLOCK=32)
+    np.testing.assert_array_equal(out, x.view(dst))
+
+
+@pytest.mark.parametrize("src", [np.float32, np.int32, np.uint8, np.float16])
+def test_cast_to_int1(rng, src):
+    n = 101
+    x = (nonzero(rng, n, src) if np.issubdtype(src, np.floating)
+         else nonzero_int(rng, n, src, high=3))
+    x[rng.random(n) < 0.3] = 0
+    if np.issubdtype(src, np.floating):
+        x[:2] = [0.25, -0.125]  # non-zero fractions are true, not truncated to 0
+    out = np.zeros(n, np.bool_)
+    cast_kernel[grid1(n, 32)](x, out, n, DTYPE=tl.int1, BITCAST=False, USE_FN=False, BLOCK=32)
+    np.testing.assert_array_equal(out, x != 0)
+
+
+def test_cast_float32_to_bfloat16_rounds_to_nearest_even(rng):
+    torch = pytest.importorskip("torch")
+    n = 300
+    x = nonzero(rng, n, high=1000.0)
+    # every third value lies exactly half way between two bfloat16 values
+    bits = x.view(np.uint32)
+    bits[::3] = (bits[::3] & np.uint32(0xFFFF0000)) | np.uint32(0x8000)
+    xt = torch.from_numpy(x)
+    out = torch.zeros(n, dtype=torch.bfloat16)
+    cast_kernel[grid1(n, 64)](xt, out, n, DTYPE=tl.bfloat16, BITCAST=False, USE_FN=False,
+                              BLOCK=64)
+    assert torch.equal(out.view(torch.int16), xt.to(torch.bfloat16).view(torch.int16))
+
+
+def test_cast_bfloat16_to_float32(rng):
+    torch = pytest.importorskip("torch")
+    n = 99
+    x = torch.from_numpy(nonzero(rng, n)).to(torch.bfloat16)
+    out = torch.zeros(n, dtype=torch.float32)
+    cast_kernel[grid1(n, 64)](x, out, n, DTYPE=tl.float32, BITCAST=False, USE_FN=True,
+                              BLOCK=64)
+    assert torch.equal(out, x.to(torch.float32))
+
+
+# ----------------------------------------------------------------------------
+# scalar kernel arguments
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def scalar_args_kernel(x_ptr, out_ptr, n, i, f, flag, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = x * f + i
+    if flag:
+        y = -y
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+@pytest.mark.parametrize("i,f,flag", [(3, 0.1, False), (-5, 2.5, True), (1, -0.3, True),
+                                      (2**31 + 5, 0.5, False)])
+def test_scalar_args(rng, i, f, flag):
+    n = 53
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    k = scalar_args_kernel[grid1(n, 16)](x, out, n, i, f, flag, BLOCK=16)
+    # float arguments are float32, int arguments i32 (or i64 when they do not fit)
+    ref = x * np.float32(f) + np.float32(i)
+    np.testing.assert_array_equal(out, -ref if flag else ref)
+    if i == 1:
+        assert k.spec[3] == ("constexpr", 1)  # an int equal to 1 is specialized
+    else:
+        assert k.spec[3][0] == "int"
+    assert k.spec[5] == ("bool",)
+
+
+@tilec.jit
+def stride_one_kernel(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * stride, mask=m) + stride, mask=m)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_int_arg_equal_to_one_is_constexpr(rng, stride):
+    n = 41
+    x = nonzero(rng, n * stride)
+    out = np.zeros(n, np.float32)
+    k = stride_one_kernel[grid1(n, 16)](x, out, n, stride, BLOCK=16)
+    np.testing.assert_array_equal(out, x[::stride] + stride)
+    assert (k.spec[3] == ("constexpr", 1)) == (stride == 1)
+
+
+# ----------------------------------------------------------------------------
+# element-wise functions
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def where_kernel(x_ptr, y_ptr, out_ptr, n, CASE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    if CASE == "tensors":
+        z = tl.where(x > y, x, y)
+    elif CASE == "scalar else":
+        z = tl.where(x > 0, x, 0.0)
+    elif CASE == "scalar then":
+        z = tl.where(x > 0, -1, y)
+    elif CASE == "both scalars":
+        z = tl.where(x > y, 1.0, -2.0)
+    elif CASE == "scalar cond":
+        z = tl.where(n > 10, x, y)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+@pytest.mark.parametrize("case,ref", [
+    ("tensors", lambda x, y: np.where(x > y, x, y)),
+    ("scalar else", lambda x, y: np.where(x > 0, x, 0)),
+    ("scalar then", lambda x, y: np.where(x > 0, -1, y)),
+    ("both scalars", lambda x, y: np.where(x > y, 1.0, -2.0)),
+    ("scalar cond", lambda x, y: x),
+])
+def test_where(rng, case, ref):
+    n = 83
+    x, y = nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    where_kernel[grid1(n, 32)](x, y, out, n, CASE=case, BLOCK=32)
+    np.testing.assert_array_equal(out, ref(x, y).astype(np.float32))
+
+
+@tilec.jit
+def min_max_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.maximum(x, y), mask=m)
+    tl.store(out_ptr + n + offs, tl.minimum(x, y), mask=m)
+    tl.store(out_ptr + 2 * n + offs, tl.maximum(x, 1), mask=m)
+    tl.store(out_ptr + 3 * n + offs, tl.minimum(x, -1), mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.float16])
+def test_maximum_minimum(rng, dtype):
+    n = 77
+    if np.issubdtype(dtype, np.integer):
+        x, y = full_range(rng, n, dtype), full_range(rng, n, dtype)
+    else:
+        x, y = nonzero(rng, n, dtype), nonzero(rng, n, dtype)
+    out = np.zeros(4 * n, dtype)
+    min_max_kernel[grid1(n, 32)](x, y, out, n, BLOCK=32)
+    one, minus_one = np.array(1).astype(dtype), np.array(-1).astype(dtype)
+    ref = np.concatenate([np.maximum(x, y), np.minimum(x, y), np.maximum(x, one),
+                          np.minimum(x, minus_one)])
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def math_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if OP == "exp":
+        y = tl.exp(x)
+    elif OP == "exp2":
+        y = tl.exp2(x)
+    elif OP == "log":
+        y = tl.log(x)
+    elif OP == "log2":
+        y = tl.log2(x)
+    elif OP == "sqrt":
+        y = tl.sqrt(x)
+    elif OP == "rsqrt":
+        y = tl.rsqrt(x)
+    elif OP == "abs":
+        y = tl.abs(x)
+    elif OP == "sin":
+        y = tl.sin(x)
+    elif OP == "cos":
+        y = tl.cos(x)
+    elif OP == "floor":
+        y = tl.floor(x)
+    elif OP == "ceil":
+        y = tl.ceil(x)
+    elif OP == "erf":
+        y = tl.erf(x)
+    elif OP == "sigmoid":
+        y = tl.sigmoid(x)
+    tl.static_assert(y.dtype == x.dtype)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+_erf = np.vectorize(math.erf)
+
+MATH_OPS = {
+    # name: (reference in float64, input needs to be positive)
+    "exp": (np.exp, False),
+    "exp2": (np.exp2, False),
+    "log": (np.log, True),
+    "log2": (np.log2, True),
+    "sqrt": (np.sqrt, True),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), True),
+    "abs": (np.abs, False),
+    "sin": (np.sin, False),
+    "cos": (np.cos, False),
+    "floor": (np.floor, False),
+    "ceil": (np.ceil, False),
+    "erf": (_erf, False),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), False),
+}
+
+
+@pytest.mark.parametrize("op", list(MATH_OPS))
+def test_math_float32(rng, op):
+    fn, positive = MATH_OPS[op]
+    n = 301
+    x = nonzero(rng, n, low=0.01, high=6.0)
+    if positive:
+        x = np.abs(x)
+    out = np.zeros(n, np.float32)
+    math_kernel[grid1(n, 128)](x, out, n, OP=op, BLOCK=128)
+    ref = fn(x.astype(np.float64))
+    if op in ("abs", "floor", "ceil"):
+        np.testing.assert_array_equal(out, ref.astype(np.float32))
+    else:
+        np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("op", ["exp", "sqrt", "sin", "floor", "abs"])
+def test_math_float64(rng, op):
+    fn, positive = MATH_OPS[op]
+    n = 37
+    x = nonzero(rng, n, np.float64, low=0.01, high=6.0)
+    if positive:
+        x = np.abs(x)
+    out = np.zeros(n, np.float64)
+    math_kernel[grid1(n, 16)](x, out, n, OP=op, BLOCK=16)
+    np.testing.assert_allclose(out, fn(x), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("op", ["exp", "log", "sqrt", "sin", "sigmoid", "floor", "abs"])
+def test_math_float16(rng, op):
+    fn, positive = MATH_OPS[op]
+    n = 67
+    x = nonzero(rng, n, np.float16, low=0.01, high=4.0)
+    if positive:
+        x = np.abs(x)
+    out = np.zeros(n, np.float16)
+    math_kernel[grid1(n, 32)](x, out, n, OP=op, BLOCK=32)
+    # float16 results within an ulp of the exact value
+    np.testing.assert_allclose(out.astype(np.float64), fn(x.astype(np.float64)),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_abs_int32(rng):
+    n = 55
+    x = nonzero_int(rng, n, np.int32, high=2**30)
+    out = np.zeros(n, np.int32)
+    math_kernel[grid1(n, 16)](x, out, n, OP="abs", BLOCK=16)
+    np.testing.assert_array_equal(out, np.abs(x))
+
+
+@tilec.jit
+def fma_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    z = tl.load(z_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.fma(x, y, z), mask=m)
+
+
+def test_fma(rng):
+    n = 97
+    x, y, z = nonzero(rng, n), nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    fma_kernel[grid1(n, 32)](x, y, z, out, n, BLOCK=32)
+    ref = x.astype(np.float64) * y + z  # the product is exact in float64
+    np.testing.assert_allclose(out, ref, rtol=1.2e-7, atol=1e-7)
+
+
+@tilec.jit
+def cdiv_kernel(x_ptr, out_ptr, n, d, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.cdiv(x, 4), mask=m)
+    tl.store(out_ptr + n + offs, tl.cdiv(x, d), mask=m)
+    tl.store(out_ptr + 2 * n + offs, tl.cdiv(n, d) + 0 * x, mask=m)
+    tl.store(out_ptr + 3 * n + offs, tl.cdiv(n, BLOCK) + 0 * x, mask=m)
+
+
+def test_cdiv(rng):
+    n, d = 61, 7
+    x = nonzero_int(rng, n, np.int32, high=1000)
+    x = np.abs(x)
+    out = np.zeros(4 * n, np.int32)
+    cdiv_kernel[grid1(n, 16)](x, out, n, d, BLOCK=16)
+    ref = np.concatenate([-(-x // 4), -(-x // d), np.full(n, -(-n // d)),
+                          np.full(n, -(-n // 16))])
+    np.testing.assert_array_equal(out, ref)
+
+
+# ----------------------------------------------------------------------------
+# reductions and scans
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def reduce_kernel(x_ptr, out_ptr, M, N, OP: tl.constexpr, AXIS: tl.constexpr,
+                  KEEP: tl.constexpr, NEUTRAL: tl.constexpr, BM: tl.constexpr,
+                  BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=NEUTRAL)
+    if OP == "sum":
+        r = tl.sum(x, axis=AXIS, keep_dims=KEEP)
+    elif OP == "max":
+        r = tl.max(x, axis=AXIS, keep_dims=KEEP)
+    elif OP == "min":
+        r = tl.min(x, axis=AXIS, keep_dims=KEEP)
+    tl.static_assert(r.dtype == x.dtype)
+    if KEEP:
+        # keep_dims gives a 2-D result that broadcasts back over the tile
+        tl.static_assert(len(r.shape) == 2)
+        tl.store(out_ptr + rm[:, None] * BN + rn[None, :], tl.broadcast_to(r, (BM, BN)))
+    elif AXIS == 0:
+        tl.store(out_ptr + rn, r, mask=rn < N)
+    elif AXIS == 1:
+        tl.store(out_ptr + rm, r, mask=rm < M)
+    else:
+        tl.store(out_ptr, r)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize("op,dtype", [("sum", np.float32), ("sum", np.int32),
+                                      ("max", np.float32), ("min", np.float32),
+                                      ("max", np.int32), ("min", np.int32)])
+def test_reduce_2d(rng, op, dtype, axis, keep):
+    M, N, BM, BN = 13, 29, 16, 32
+    if dtype == np.int32:
+        x = nonzero_int(rng, (M, N), dtype, high=10**6)
+        neutral = {"sum": 0, "max": -2**31, "min": 2**31 - 1}[op]
+    else:
+        x = nonzero(rng, (M, N), dtype)
+        neutral = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[op]
+    ref = {"sum": np.sum, "max": np.max, "min": np.min}[op](
+        x.astype(np.float64) if op == "sum" else x, axis=axis, keepdims=keep)
+    if keep:
+        # the kernel stores the reduction broadcast over the whole block
+        if axis == 0:
+            ref = np.broadcast_to(ref, (BM, N))
+        elif axis == 1:
+            ref = np.broadcast_to(ref, (M, BN))
+        else:
+            ref = np.broadcast_to(ref, (BM, BN))
+        out = np.zeros((BM, BN), dtype)
+    else:
+        ref = np.asarray(ref).reshape(-1)
+        out = np.zeros(ref.shape, dtype)
+    reduce_kernel[(1,)](x, out, M, N, OP=op, AXIS=axis, KEEP=keep, NEUTRAL=neutral,
+                        BM=BM, BN=BN)
+    if keep:
+        out = out[:ref.shape[0], :ref.shape[1]]
+    if dtype == np.float32 and op == "sum":
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(out, ref.astype(dtype))
+
+
+@tilec.jit
+def reduce_1d_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    m = r < n
+    x = tl.load(x_ptr + r, mask=m, other=0.0)
+    tl.store(out_ptr + 0, tl.sum(x))
+    tl.store(out_ptr + 1, tl.max(tl.where(m, x, float("-inf")), axis=0))
+    tl.store(out_ptr + 2, tl.min(tl.where(m, x, float("inf")), 0))
+    tl.store(out_ptr + 3, x.sum(axis=0))  # the method form
+
+
+def test_reduce_1d(rng):
+    n = 301
+    x = nonzero(rng, n)
+    out = np.zeros(4, np.float32)
+    reduce_1d_kernel[(1,)](x, out, n, BLOCK=512)
+    s = x.astype(np.float64).sum()
+    np.testing.assert_allclose(out, [s, x.max(), x.min(), s], rtol=1e-5)
+
+
+@tilec.jit
+def unsigned_reduce_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0)
+    tl.store(out_ptr + 0, tl.max(x, axis=0))
+    tl.store(out_ptr + 1, tl.min(tl.where(r < n, x, 0xFFFFFFFF), axis=0))
+    tl.store(out_ptr + 2, tl.argmax(x, axis=0).to(tl.uint32))
+    tl.store(out_ptr + 3, tl.sum(x, axis=0))  # wraps around
+
+
+def test_reduce_uint32(rng):
+    n = 100
+    x = full_range(rng, n, np.uint32)
+    x[7] = 2**32 - 1  # the maximum looks like -1 when read as signed
+    out = np.zeros(4, np.uint32)
+    unsigned_reduce_kernel[(1,)](x, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, [x.max(), x.min(), x.argmax(), x.sum(dtype=np.uint32)])
+
+
+@tilec.jit
+def small_int_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0)
+    tl.store(out_ptr + 0, tl.sum(x, axis=0))  # int8 sums accumulate in int32
+    tl.store(out_ptr + 1, tl.sum((x > 0) & (r < n), axis=0))  # counts the true values
+
+
+def test_sum_of_int8_and_int1(rng):
+    n = 200
+    x = np.abs(full_range(rng, n, np.int8)).astype(np.int8)
+    x[x < 0] = 127  # abs(-128)
+    x[::3] *= -1
+    out = np.zeros(2, np.int32)
+    small_int_sum_kernel[(1,)](x, out, n, BLOCK=256)
+    np.testing.assert_array_equal(out, [x.astype(np.int32).sum(), (x > 0).sum()])
+
+
+@tilec.jit
+def argminmax_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=0.0)
+    hi = tl.where(mask, x, float("-inf"))
+    lo = tl.where(mask, x, float("inf"))
+    amax1 = tl.argmax(hi, axis=1)
+    amin1 = tl.argmin(lo, axis=1)
+    amax0 = tl.argmax(hi, axis=0)
+    amin0 = tl.argmin(lo, axis=0)
+    tl.static_assert(amax1.dtype == tl.int32)
+    tl.store(out_ptr + rm, amax1, mask=rm < M)
+    tl.store(out_ptr + M + rm, amin1, mask=rm < M)
+    tl.store(out_ptr + 2 * M + rn, amax0, mask=rn < N)
+    tl.store(out_ptr + 2 * M + N + rn, amin0, mask=rn < N)
+
+
+def test_argmax_argmin(rng):
+    M, N = 11, 27
+    x = nonzero(rng, (M, N))
+    out = np.full(2 * M + 2 * N, -1, np.int32)
+    argminmax_kernel[(1,)](x, out, M, N, BM=16, BN=32)
+    ref = np.concatenate([x.argmax(1), x.argmin(1), x.argmax(0), x.argmin(0)])
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def argmax_1d_ties_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=-1000)
+    tl.store(out_ptr, tl.argmax(x, axis=0))
+    tl.store(out_ptr + 1, tl.argmin(tl.where(r < n, x, 1000), axis=0))
+
+
+def test_argmax_1d_ties_pick_first(rng):
+    n = 45
+    x = nonzero_int(rng, n, np.int32, high=3)  # many ties
+    out = np.zeros(2, np.int32)
+    argmax_1d_ties_kernel[(1,)](x, out, n, BLOCK=64)
+    np.testing.assert_array_equal(out, [x.argmax(), x.argmin()])
+
+
+@tilec.jit
+def cumsum_kernel(x_ptr, y_ptr, out1_ptr, out2_ptr, n, M, N, BLOCK: tl.constexpr,
+                  BM: tl.constexpr, BN: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0.0)
+    tl.store(out1_ptr + r, tl.cumsum(x, axis=0), mask=r < n)
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    y = tl.load(y_ptr + offs, mask=mask, other=0)
+    c1 = tl.cumsum(y, axis=1)
+    c0 = tl.cumsum(y, axis=0)
+    tl.store(out2_ptr + offs, c1, mask=mask)
+    tl.store(out2_ptr + M * N + offs, c0, mask=mask)
+    tl.store(out2_ptr + 2 * M * N + offs, tl.cumsum(y, axis=1, reverse=True), mask=mask)
+
+
+def test_cumsum(rng):
+    n, M, N = 200, 7, 13
+    x = nonzero(rng, n)
+    y = nonzero_int(rng, (M, N), np.int32, high=1000)
+    out1 = np.zeros(n, np.float32)
+    out2 = np.zeros((3, M, N), np.int32)
+    cumsum_kernel[(1,)](x, y, out1, out2, n, M, N, BLOCK=256, BM=8, BN=16)
+    np.testing.assert_allclose(out1, np.cumsum(x.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out2[0], np.cumsum(y, axis=1))
+    np.testing.assert_array_equal(out2[1], np.cumsum(y, axis=0))
+    np.testing.assert_array_equal(out2[2], np.cumsum(y[:, ::-1], axis=1)[:, ::-1])
+
+
+# ----------------------------------------------------------------------------
+# shapes: indexing with None, reshape, transpose, broadcast, creation
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def outer_kernel(x_ptr, y_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(x_ptr + rm, mask=rm < M)
+    y = tl.load(y_ptr + rn, mask=rn < N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], x[:, None] * y[None, :] - x[:, None],
+             mask=mask)
+
+
+def test_none_indexing_outer_product(rng):
+    M, N = 9, 21
+    x, y = nonzero(rng, M), nonzero(rng, N)
+    out = np.zeros((M, N), np.float32)
+    outer_kernel[(1,)](x, y, out, M, N, BM=16, BN=32)
+    np.testing.assert_array_equal(out, x[:, None] * y[None, :] - x[:, None])
+
+
+@tilec.jit
+def reshape_kernel(x_ptr, out_ptr, sums_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 64))
+    y = tl.reshape(x, (4, 16))
+    tl.store(sums_ptr + tl.arange(0, 4), tl.sum(y, axis=1))
+    z = tl.reshape(y, 2, 32)  # shape given as separate ints
+    r2 = tl.arange(0, 2)[:, None] * 32 + tl.arange(0, 32)[None, :]
+    tl.store(out_ptr + r2, z * 2)
+
+
+def test_reshape(rng):
+    x = nonzero_int(rng, 64, np.int32)
+    out = np.zeros(64, np.int32)
+    sums = np.zeros(4, np.int32)
+    reshape_kernel[(1,)](x, out, sums)
+    np.testing.assert_array_equal(sums, x.reshape(4, 16).sum(axis=1))
+    np.testing.assert_array_equal(out, x * 2)
+
+
+@tilec.jit
+def transpose_kernel(x_ptr, out_ptr, M, N, HOW: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :],
+                mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)
+    if HOW == "trans":
+        y = tl.trans(x)
+    elif HOW == "permute":
+        y = tl.permute(x, (1, 0))
+    elif HOW == ".T":
+        y = x.T
+    elif HOW == "method":
+        y = x.trans()
+    # y is (BN, BM): out is the transposed (N, M) array
+    tl.store(out_ptr + rn[:, None] * M + rm[None, :], y,
+             mask=(rn[:, None] < N) & (rm[None, :] < M))
+
+
+@pytest.mark.parametrize("how", ["trans", "permute", ".T", "method"])
+def test_transpose_2d(rng, how):
+    M, N = 13, 27
+    x = nonzero(rng, (M, N))
+    out = np.zeros((N, M), np.float32)
+    transpose_kernel[(1,)](x, out, M, N, HOW=how, BM=16, BN=32)
+    np.testing.assert_array_equal(out, x.T)
+
+
+@tilec.jit
+def permute3d_kernel(x_ptr, out_ptr, HOW: tl.constexpr, A: tl.constexpr, B: tl.constexpr,
+                     C: tl.constexpr):
+    ra = tl.arange(0, A)[:, None, None]
+    rb = tl.arange(0, B)[None, :, None]
+    rc = tl.arange(0, C)[None, None, :]
+    x = tl.load(x_ptr + ra * B * C + rb * C + rc)
+    if HOW == "permute":
+        y = tl.permute(x, (2, 0, 1))
+    else:
+        y = tl.trans(x, 2, 0, 1)
+    # y[c, a, b] = x[a, b, c]
+    rc2 = tl.arange(0, C)[:, None, None]
+    ra2 = tl.arange(0, A)[None, :, None]
+    rb2 = tl.arange(0, B)[None, None, :]
+    tl.store(out_ptr + rc2 * A * B + ra2 * B + rb2, y)
+
+
+@pytest.mark.parametrize("how", ["permute", "trans"])
+def test_permute_3d(rng, how):
+    A, B, C = 2, 4, 8
+    x = nonzero_int(rng, (A, B, C), np.int32)
+    out = np.zeros((C, A, B), np.int32)
+    permute3d_kernel[(1,)](x, out, HOW=how, A=A, B=B, C=C)
+    np.testing.assert_array_equal(out, x.transpose(2, 0, 1))
+
+
+@tilec.jit
+def broadcast_kernel(x_ptr, out_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(x_ptr + rn, mask=rn < N, other=0.0)
+    row = tl.broadcast_to(x[None, :], (BM, BN))
+    col = tl.broadcast_to(tl.expand_dims(x, 1), (BN, BM))
+    s = tl.broadcast_to(3.0, (BM, BN))  # a scalar broadcast to a tile
+    offs = rm[:, None] * BN + rn[None, :]
+    tl.store(out_ptr + offs, row + s)
+    offs_t = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
+    tl.store(out_ptr + BM * BN + offs_t, col)
+    e0 = tl.expand_dims(x, 0)  # (1, BN)
+    tl.store(out_ptr + 2 * BM * BN + rn[None, :], e0 * 2)
+    e2 = tl.expand_dims(x, (0, 2))  # (1, BN, 1)
+    tl.store(out_ptr + 2 * BM * BN + BN + rn[None, :, None], e2 * 3)
+
+
+def test_broadcast_to_and_expand_dims(rng):
+    N, BM, BN = 13, 8, 16
+    x = nonzero(rng, N)
+    xp = np.zeros(BN, np.float32)
+    xp[:N] = x
+    out = np.zeros(2 * BM * BN + 2 * BN, np.float32)
+    broadcast_kernel[(1,)](x, out, N, BM=BM, BN=BN)
+    np.testing.assert_array_equal(out[:BM * BN].reshape(BM, BN),
+                                  np.broadcast_to(xp + 3, (BM, BN)))
+    np.testing.assert_array_equal(out[BM * BN:2 * BM * BN].reshape(BN, BM),
+                                  np.broadcast_to(xp[:, None], (BN, BM)))
+    np.testing.assert_array_equal(out[2 * BM * BN:2 * BM * BN + BN], xp * 2)
+    np.testing.assert_array_equal(out[2 * BM * BN + BN:], xp * 3)
+
+
+@tilec.jit
+def creation_kernel(x_ptr, f_ptr, i8_ptr, i_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    z = tl.zeros((BLOCK,), dtype=tl.float32)
+    zl = tl.zeros_like(x)
+    tl.static_assert(zl.dtype == tl.float16)
+    full = tl.full((BLOCK,), -2.5, tl.float32)
+    tl.store(f_ptr + r, z + 1.0)
+    tl.store(f_ptr + BLOCK + r, zl.to(tl.float32) - 1.0)
+    tl.store(f_ptr + 2 * BLOCK + r, full)
+    f8 = tl.full((BLOCK,), 127, tl.int8)
+    tl.static_assert(f8.dtype == tl.int8)
+    tl.store(i8_ptr + r, f8 + 1)  # stays int8 and wraps
+    tl.store(i_ptr + r, tl.arange(16, 16 + BLOCK))
+    tl.store(i_ptr + BLOCK + r, tl.zeros([BLOCK], tl.int32) + tl.arange(3, 3 + BLOCK))
+
+
+def test_zeros_full_zeros_like_arange():
+    B = 32
+    x = np.ones(B, np.float16)
+    f = np.full(3 * B, 99, np.float32)
+    i8 = np.zeros(B, np.int8)
+    i = np.zeros(2 * B, np.int32)
+    creation_kernel[(1,)](x, f, i8, i, BLOCK=B)
+    np.testing.assert_array_equal(f, np.repeat([1.0, -1.0, -2.5], B))
+    np.testing.assert_array_equal(i8, np.full(B, -128, np.int8))
+    np.testing.assert_array_equal(i, np.concatenate([np.arange(16, 16 + B),
+                                                     np.arange(3, 3 + B)]))
+
+
+# ----------------------------------------------------------------------------
+# program ids, loads and stores
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def grid_kernel(out_ptr):
+    p0 = tl.program_id(axis=0)
+    p1 = tl.program_id(axis=1)
+    p2 = tl.program_id(2)
+    n0 = tl.num_programs(0)
+    n1 = tl.num_programs(axis=1)
+    n2 = tl.num_programs(2)
+    idx = (p2 * n1 + p1) * n0 + p0
+    tl.store(out_ptr + 2 * idx, p0 + 10 * p1 + 100 * p2)
+    tl.store(out_ptr + 2 * idx + 1, n0 + 10 * n1 + 100 * n2)
+
+
+def test_program_id_and_num_programs_3d_grid():
+    G = (3, 5, 2)
+    out = np.full((G[2], G[1], G[0], 2), -1, np.int32)
+    grid_kernel[G](out)
+    p2, p1, p0 = np.meshgrid(np.arange(G[2]), np.arange(G[1]), np.arange(G[0]),
+                             indexing="ij")
+    np.testing.assert_array_equal(out[..., 0], p0 + 10 * p1 + 100 * p2)
+    np.testing.assert_array_equal(out[..., 1], G[0] + 10 * G[1] + 100 * G[2])
+
+
+@tilec.jit
+def masked_2d_load_kernel(x_ptr, out_ptr, M, N, stride, BM: tl.constexpr,
+                          BN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    lower = rm[:, None] >= rn[None, :]
+    x = tl.load(x_ptr + rm[:, None] * stride + rn[None, :], mask=inside & lower, other=-7.0)
+    # the output is padded to whole blocks, so the whole block can be stored
+    out_stride = tl.num_programs(1) * BN
+    tl.store(out_ptr + rm[:, None] * out_stride + rn[None, :], x)
+
+
+def test_load_with_2d_mask_and_scalar_other(rng):
+    M, N, BM, BN = 19, 23, 8, 16
+    x = nonzero(rng, (M, N))
+    gm, gn = tilec.cdiv(M, BM), tilec.cdiv(N, BN)
+    out = np.zeros((gm * BM, gn * BN), np.float32)
+    masked_2d_load_kernel[(gm, gn)](x, out, M, N, N, BM=BM, BN=BN)
+    ref = np.full(out.shape, -7.0, np.float32)
+    ref[:M, :N] = np.where(np.tri(M, N, dtype=bool), x, -7.0)
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def store_scalar_kernel(f_ptr, i_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(f_ptr + offs, 3.5, mask=m)
+    tl.store(i_ptr + offs, 7, mask=m & (offs % 2 == 0))
+
+
+def test_store_scalar_broadcast_over_block():
+    n = 45
+    f = np.full(n + 3, -1.0, np.float32)
+    i = np.full(n + 3, -1, np.int16)
+    store_scalar_kernel[grid1(n, 16)](f, i, n, BLOCK=16)
+    np.testing.assert_array_equal(f, [3.5] * n + [-1.0] * 3)
+    np.testing.assert_array_equal(i, [7 if k % 2 == 0 and k < n else -1 for k in range(n + 3)])
+
+
+@tilec.jit
+def store_convert_kernel(x_ptr, i_ptr, h_ptr, f_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(i_ptr + offs, x, mask=m)  # float32 -> int32 truncates toward zero
+    tl.store(h_ptr + offs, x, mask=m)  # float32 -> float16 rounds to nearest even
+    tl.store(f_ptr + offs, offs, mask=m)  # int32 -> float32
+
+
+def test_store_converts_to_the_element_type(rng):
+    n = 77
+    x = nonzero(rng, n, high=100.0)
+    i = np.zeros(n, np.int32)
+    h = np.zeros(n, np.float16)
+    f = np.zeros(n, np.float32)
+    store_convert_kernel[grid1(n, 32)](x, i, h, f, n, BLOCK=32)
+    np.testing.assert_array_equal(i, np.trunc(x).astype(np.int32))
+    np.testing.assert_array_equal(h, x.astype(np.float16))
+    np.testing.assert_array_equal(f, np.arange(n, dtype=np.float32))
+
+
+@tilec.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int64, np.uint8, np.uint16,
+                                   np.uint64, np.float16, np.float64, np.bool_])
+def test_load_store_dtypes(rng, dtype):
+    n = 37
+    if dtype == np.bool_:
+        x = rng.random(n) < 0.5
+    elif np.issubdtype(dtype, np.integer):
+        x = full_range(rng, n, dtype)
+    else:
+        x = nonzero(rng, n, dtype, high=1e3)
+    sentinel = np.ones(1, dtype) if dtype != np.bool_ else np.array([True])
+    out = np.zeros(n + 4, dtype)
+    out[n:] = sentinel
+    copy_kernel[grid1(n, 16)](x, out, n, BLOCK=16)
+    np.testing.assert_array_equal(out[:n], x)
+    np.testing.assert_array_equal(out[n:], np.repeat(sentinel, 4))  # nothing past the mask
+
+
+@tilec.jit
+def bool_select_kernel(c_ptr, x_ptr, out_ptr, flags_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    c = tl.load(c_ptr + offs, mask=m, other=False)
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.where(c, x, -x), mask=m)
+    tl.store(flags_ptr + offs, x > 0, mask=m)
+
+
+def test_bool_buffers(rng):
+    n = 51
+    c = rng.random(n) < 0.5
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    flags = np.zeros(n, np.bool_)
+    bool_select_kernel[grid1(n, 16)](c, x, out, flags, n, BLOCK=16)
+    np.testing.assert_array_equal(out, np.where(c, x, -x))
+    np.testing.assert_array_equal(flags, x > 0)
+
+
+@tilec.jit
+def scalar_pointer_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    first = tl.load(x_ptr)
+    third = tl.load((x_ptr + 5) - 3)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x * first + third, mask=offs < n)
+    tl.store(out_ptr + n, first - third)
+
+
+def test_load_scalar_pointer(rng):
+    n = 23
+    x = nonzero(rng, n)
+    out = np.zeros(n + 1, np.float32)
+    scalar_pointer_kernel[(1,)](x, out, n, BLOCK=32)
+    np.testing.assert_array_equal(out[:n], x * x[0] + x[2])
+    assert out[n] == x[0] - x[2]
+
+
+@tilec.jit
+def pointer_increment_kernel(x_ptr, out_ptr, M, N, stride, BN: tl.constexpr):
+    rn = tl.arange(0, BN)
+    acc = tl.zeros((BN,), tl.float32)
+    for _ in range(M):
+        acc += tl.load(x_ptr + rn, mask=rn < N, other=0.0)
+        x_ptr += stride
+    tl.store(out_ptr + rn, acc, mask=rn < N)
+
+
+def test_pointer_increment_in_loop(rng):
+    M, N = 17, 29
+    x = nonzero(rng, (M, 40))[:, :N]
+    out = np.zeros(N, np.float32)
+    pointer_increment_kernel[(1,)](x, out, M, N, 40, BN=32)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+@tilec.jit
+def int64_offsets_kernel(x_ptr, out_ptr, n, big, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    wide = offs.to(tl.int64) * big  # well past 2**31
+    tl.static_assert(wide.dtype == tl.int64)
+    idx = wide // big
+    m = idx < n
+    x = tl.load(x_ptr + idx, mask=m)
+    tl.store(out_ptr + idx, x + 1, mask=m)
+    tl.store(out_ptr + n + idx, (wide % 1000).to(tl.int32), mask=m)
+
+
+def test_int64_offsets(rng):
+    n, big = 70, 3_000_000_019
+    x = nonzero_int(rng, n, np.int64, high=2**40)
+    out = np.zeros(2 * n, np.int64)
+    k = int64_offsets_kernel[grid1(n, 32)](x, out, n, big, BLOCK=32)
+    assert k.spec[3][:2] == ("int", "i64")
+    np.testing.assert_array_equal(out[:n], x + 1)
+    np.testing.assert_array_equal(out[n:], (np.arange(n, dtype=np.int64) * big) % 1000)
+
+
+@tilec.jit
+def hints_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+
+def test_multiple_of_max_contiguous_are_no_ops(rng):
+    n = 83
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    hints_kernel[grid1(n, 32)](x, out, n, BLOCK=32)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+@tilec.jit
+def strided_2d_kernel(x_ptr, out_ptr, M, N, sxm, sxn, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(x_ptr + rm[:, None] * sxm + rn[None, :] * sxn, mask=mask)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], x * 3 - 1, mask=mask)
+
+
+@pytest.mark.parametrize("view", ["step", "transposed"])
+def test_non_contiguous_numpy_view(rng, view):
+    base = nonzero(rng, (40, 61))
+    x = base[3::2, 5::3] if view == "step" else base[2:35].T
+    M, N = x.shape
+    out = np.zeros((M, N), np.float32)
+    grid = (tilec.cdiv(M, 8), tilec.cdiv(N, 16))
+    strided_2d_kernel[grid](x, out, M, N, x.strides[0] // 4, x.strides[1] // 4, BM=8, BN=16)
+    np.testing.assert_array_equal(out, x * 3 - 1)
+
+
+def test_torch_cpu_tensors():
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    base = torch.rand(30, 50, generator=g) + 0.5
+    x = base[1::2, ::3]  # a non-contiguous view
+    M, N = x.shape
+    out = torch.zeros(M, N)
+    grid = (tilec.cdiv(M, 8), tilec.cdiv(N, 16))
+    strided_2d_kernel[grid](x, out, M, N, x.stride(0), x.stride(1), BM=8, BN=16)
+    assert torch.equal(out, x * 3 - 1)
+    xi = torch.randint(-100, 100, (37,), dtype=torch.int16, generator=g)
+    yi = torch.zeros(37, dtype=torch.int16)
+    copy_kernel[grid1(37, 16)](xi, yi, 37, BLOCK=16)
+    assert torch.equal(xi, yi)
+
+
+# ----------------------------------------------------------------------------
+# tl.dot
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, CASE: tl.constexpr, EXPECTED: tl.constexpr,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+    c_ptrs = c_ptr + rm[:, None] * N + rn[None, :]
+    c_mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if CASE == "default":
+        c = tl.dot(a, b)
+    elif CASE == "ieee":
+        c = tl.dot(a, b, input_precision="ieee")
+    elif CASE == "acc":
+        c = tl.dot(a, b, acc=tl.load(c_ptrs, mask=c_mask, other=0))
+    elif CASE == "out_f16":
+        c = tl.dot(a, b, out_dtype=tl.float16)
+    elif CASE == "out_f32":
+        c = tl.dot(a, b, out_dtype=tl.float32)
+    elif CASE == "trans":
+        c = tl.dot(a, tl.trans(tl.trans(b)))
+    tl.static_assert(c.dtype == EXPECTED)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def run_dot(a, b, c, case, expected, blocks=(32, 32, 32)):
+    M, K = a.shape
+    N = b.shape[1]
+    BM, BN, BK = blocks
+    dot_kernel[(1,)](a, b, c, M, N, K, CASE=case, EXPECTED=expected, BM=BM, BN=BN, BK=BK)
+
+
+@pytest.mark.parametrize("case", ["default", "ieee", "out_f32", "acc", "trans"])
+def test_dot_fp16_inputs(rng, case):
+    M, N, K = 21, 19, 27
+    a, b = nonzero(rng, (M, K), np.float16), nonzero(rng, (K, N), np.float16)
+    c = nonzero(rng, (M, N)) if case == "acc" else np.zeros((M, N), np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if case == "acc":
+        ref = ref + c
+    run_dot(a, b, c, case, tl.float32)
+    # fp16 products are exact in fp32: only the fp32 accumulation rounds
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_fp16_out_dtype_fp16(rng):
+    M, N, K = 17, 23, 20
+    a, b = nonzero(rng, (M, K), np.float16), nonzero(rng, (K, N), np.float16)
+    c = np.zeros((M, N), np.float16)
+    run_dot(a, b, c, "out_f16", tl.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=5e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("case", ["default", "acc"])
+def test_dot_bf16_inputs(rng, case):
+    torch = pytest.importorskip("torch")
+    M, N, K = 18, 31, 25
+    a = torch.from_numpy(nonzero(rng, (M, K))).to(torch.bfloat16)
+    b = torch.from_numpy(nonzero(rng, (K, N))).to(torch.bfloat16)
+    c0 = torch.from_numpy(nonzero(rng, (M, N)))
+    c = c0.clone() if case == "acc" else torch.zeros(M, N)
+    dot_kernel[(1,)](a, b, c, M, N, K, CASE=case, EXPECTED=tl.float32, BM=32, BN=32, BK=32)
+    ref = a.double() @ b.double()
+    if case == "acc":
+        ref = ref + c0.double()
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["default", "acc"])
+def test_dot_int8_inputs(rng, case):
+    M, N, K = 23, 17, 40
+    a, b = full_range(rng, (M, K), np.int8), full_range(rng, (K, N), np.int8)
+    c = (nonzero_int(rng, (M, N), np.int32, high=10**6) if case == "acc"
+         else np.zeros((M, N), np.int32))
+    ref = a.astype(np.int32) @ b.astype(np.int32)
+    if case == "acc":
+        ref = ref + c
+    run_dot(a, b, c, case, tl.int32, blocks=(32, 32, 64))
+    np.testing.assert_array_equal(c, ref)
+
+
+def _round_mantissa(x, bits, mode):
+    """float32 values rounded to `bits` mantissa bits (tf32 keeps 10)."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    if mode == "nearest":  # ties away from zero, as cvt.rna.tf32.f32
+        u = u + (1 << (drop - 1))
+    u = u & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def test_dot_fp32_ieee_vs_tf32(rng):
+    M, N, K = 32, 32, 32
+    a, b = nonzero(rng, (M, K)), nonzero(rng, (K, N))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    c_ieee = np.zeros((M, N), np.float32)
+    c_tf32 = np.zeros((M, N), np.float32)
+    run_dot(a, b, c_ieee, "ieee", tl.float32)
+    run_dot(a, b, c_tf32, "default", tl.float32)
+    # ieee: a plain fp32 dot product
+    np.testing.assert_allclose(c_ieee, exact, rtol=1e-5, atol=1e-5)
+    # default: inputs rounded to tf32 (10 mantissa bits), so clearly not exact fp32...
+    assert np.abs(c_tf32.astype(np.float64) - exact).max() > 1e-3
+    np.testing.assert_allclose(c_tf32, exact, rtol=2e-2, atol=3e-2)
+    # ...but the exact product of the tf32-rounded inputs (rounded to nearest or truncated)
+    errors = []
+    for mode in ("nearest", "truncate"):
+        ref = (_round_mantissa(a, 10, mode).astype(np.float64)
+               @ _round_mantissa(b, 10, mode).astype(np.float64))
+        errors.append(np.abs(c_tf32 - ref).max())
+    assert min(errors) < 1e-4, errors
+
+
+@tilec.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
+                       BN: tl.constexpr, BK: tl.constexpr):
+    rb = tl.arange(0, BB)[:, None, None]
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rb * M * K + rm[None, :, None] * K + rk[None, None, :],
+                mask=(rm[None, :, None] < M) & (rk[None, None, :] < K), other=0.0)
+    b = tl.load(b_ptr + rb * K * N + rk[None, :, None] * N + rn[None, None, :],
+                mask=(rk[None, :, None] < K) & (rn[None, None, :] < N), other=0.0)
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rb * M * N + rm[None, :, None] * N + rn[None, None, :], c,
+             mask=(rm[None, :, None] < M) & (rn[None, None, :] < N))
+
+
+def test_batched_3d_dot(rng):
+    B, M, N, K = 2, 13, 19, 21
+    a, b = nonzero(rng, (B, M, K)), nonzero(rng, (B, K, N))
+    c = np.zeros((B, M, N), np.float32)
+    batched_dot_kernel[(1,)](a, b, c, M, N, K, BB=B, BM=16, BN=32, BK=32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------
+# control flow
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def static_range_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.static_range(STEPS):
+        if i % 2 == 0:  # i is a constexpr: this `if` is resolved while unrolling
+            acc += x * i
+        else:
+            acc -= x
+    for j in tl.static_range(1, 7, 3):  # 1, 4
+        acc += j
+    tl.store(out_ptr + offs, acc, mask=m)
+
+
+def test_static_range_unrolls_with_constexpr_index(rng):
+    n = 27
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    static_range_kernel[(1,)](x, out, n, BLOCK=32, STEPS=5)
+    ref = np.zeros(n, np.float32)
+    for i in range(5):
+        ref = ref + x * np.float32(i) if i % 2 == 0 else ref - x
+    np.testing.assert_allclose(out, ref + 1 + 4, rtol=1e-6)
+
+
+@tilec.jit
+def range_kernel(out_ptr, start, stop, step, n):
+    total = 0
+    count = 0
+    for i in range(start, stop, step):
+        total += i
+        count += 1
+    down = 0
+    for i in range(n, 0, -1):
+        down = down * 3 + i
+    tl.store(out_ptr + 0, total)
+    tl.store(out_ptr + 1, count)
+    tl.store(out_ptr + 2, down)
+
+
+@pytest.mark.parametrize("start,stop,step,n", [(0, 10, 1, 4), (3, 20, 4, 1), (10, -5, -3, 6),
+                                               (5, 5, 2, 0), (7, 2, 1, 3)])
+def test_for_loop_runtime_bounds(start, stop, step, n):
+    out = np.zeros(3, np.int32)
+    range_kernel[(1,)](out, start, stop, step, n)
+    down = 0
+    for i in range(n, 0, -1):
+        down = down * 3 + i
+    r = list(range(start, stop, step))
+    np.testing.assert_array_equal(out, [sum(r), len(r), down])
+
+
+@tilec.jit
+def tl_range_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.range(0, n, 2, num_stages=2):
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+    tl.store(out_ptr + offs, acc)
+
+
+def test_tl_range(rng):
+    n, B = 7, 16
+    x = nonzero(rng, (n, B))
+    out = np.zeros(B, np.float32)
+    tl_range_kernel[(1,)](x, out, n, BLOCK=B)
+    np.testing.assert_allclose(out, x[0::2].astype(np.float64).sum(axis=0), rtol=1e-6)
+
+
+@tilec.jit
+def range_i64_kernel(out_ptr, start, n):
+    for i in range(start, start + n):  # i is int64: start does not fit in 32 bits
+        tl.store(out_ptr + (i - start), i % 1000)
+
+
+def test_for_loop_int64_induction_variable():
+    start, n = 5_000_000_123, 9
+    out = np.zeros(n, np.int64)
+    range_i64_kernel[(1,)](out, start, n)
+    np.testing.assert_array_equal(out, np.arange(start, start + n) % 1000)
+
+
+@tilec.jit
+def if_in_loop_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    acc = tl.zeros((BLOCK,), tl.int32)
+    for i in range(n):
+        if i % 3 == 0:
+            acc += x
+        elif i % 3 == 1:
+            acc = acc * 2
+        else:
+            acc -= i
+    tl.store(out_ptr + offs, acc)
+
+
+def test_runtime_if_inside_loop(rng):
+    n = 11
+    x = nonzero_int(rng, 16, np.int32)
+    out = np.zeros(16, np.int32)
+    if_in_loop_kernel[(1,)](x, out, n, BLOCK=16)
+    acc = np.zeros(16, np.int32)
+    for i in range(n):
+        acc = acc + x if i % 3 == 0 else acc * 2 if i % 3 == 1 else acc - i
+    np.testing.assert_array_equal(out, acc)
+
+
+@tilec.jit
+def nested_loops_kernel(x_ptr, out_ptr, M, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    outer = tl.zeros((BLOCK,), tl.int32)
+    for i in range(M):
+        inner = x
+        for j in range(i, N):
+            inner = inner * 2 - j
+        outer = outer + inner + i
+    tl.store(out_ptr + offs, outer)
+
+
+def test_nested_loops_with_loop_carried_tensors(rng):
+    M, N = 3, 5
+    x = nonzero_int(rng, 16, np.int32)
+    out = np.zeros(16, np.int32)
+    nested_loops_kernel[(1,)](x, out, M, N, BLOCK=16)
+    outer = np.zeros(16, np.int64)
+    for i in range(M):
+        inner = x.astype(np.int64)
+        for j in range(i, N):
+            inner = inner * 2 - j
+        outer = outer + inner + i
+    np.testing.assert_array_equal(out, outer)
+
+
+@tilec.jit
+def while_tensor_kernel(x_ptr, out_ptr, steps_ptr, n, limit, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.abs(tl.load(x_ptr + offs, mask=m, other=1.0))
+    steps = 0
+    while tl.max(x, axis=0) < limit:
+        x = x * 1.5
+        steps += 1
+    tl.store(out_ptr + offs, x, mask=m)
+    tl.store(steps_ptr, steps)
+
+
+def test_while_loop_with_tensor_state(rng):
+    n = 20
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    steps = np.zeros(1, np.int32)
+    while_tensor_kernel[(1,)](x, out, steps, n, 100.0, BLOCK=32)
+    ref = np.abs(x)
+    k = 0
+    while ref.max() < np.float32(100.0):
+        ref = ref * np.float32(1.5)
+        k += 1
+    np.testing.assert_array_equal(out, ref)
+    assert steps[0] == k
+
+
+@tilec.jit
+def constexpr_if_kernel(x_ptr, out_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if MODE == "square":
+        y = x * x
+    elif MODE == "neg":
+        y = -x
+    else:
+        y = x.to(tl.int32)  # only this branch produces an int tensor
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+@pytest.mark.parametrize("mode", ["square", "neg", "int"])
+def test_constexpr_if(rng, mode):
+    n = 30
+    x = nonzero(rng, n, high=9.0)
+    out = np.zeros(n, np.float32)
+    k = constexpr_if_kernel[(1,)](x, out, n, MODE=mode, BLOCK=32)
+    ref = {"square": x * x, "neg": -x, "int": np.trunc(x)}[mode]
+    np.testing.assert_array_equal(out, ref)
+    assert k.spec[-2] == ("constexpr", mode)
+
+
+@tilec.jit
+def runtime_if_kernel(x_ptr, out_ptr, n, threshold, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    s = tl.sum(x, axis=0)
+    if s > threshold:
+        y = x * 2.0
+        z = tl.full((BLOCK,), 1, tl.int32)
+    else:
+        y = x - 1.0
+        z = offs
+    tl.store(out_ptr + offs, y + z, mask=m)
+
+
+def test_runtime_if_else_yields_tensors(rng):
+    n, B = 150, 16
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    runtime_if_kernel[grid1(n, B)](x, out, n, 0.0, BLOCK=B)
+    ref = np.zeros(n, np.float32)
+    for p in range(tilec.cdiv(n, B)):
+        sl = slice(p * B, min(n, (p + 1) * B))
+        if x[sl].astype(np.float64).sum() > 0:
+            ref[sl] = x[sl] * 2 + 1
+        else:
+            ref[sl] = x[sl] - 1 + np.arange(sl.start, sl.stop)
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+@tilec.jit
+def early_return_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if pid % 2 == 1:
+        return
+    tl.store(x_ptr + offs, x * 10, mask=m)
+
+
+def test_early_return_under_runtime_if(rng):
+    n, B = 100, 16
+    x = nonzero(rng, n)
+    orig = x.copy()
+    early_return_kernel[grid1(n, B)](x, n, BLOCK=B)
+    ref = orig.copy()
+    for p in range(0, tilec.cdiv(n, B), 2):
+        ref[p * B:(p + 1) * B] *= 10
+    np.testing.assert_array_equal(x, ref)
+
+
+@tilec.jit
+def _sum_and_diff(a, b):
+    return a + b, a - b
+
+
+@tilec.jit
+def _stats(x, y, K: tl.constexpr):
+    s, d = _sum_and_diff(x, y)
+    return s * K, d, tl.max(d, axis=0)
+
+
+@tilec.jit
+def tuple_helper_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    y = tl.load(y_ptr + offs, mask=m, other=0.0)
+    s, d, mx = _stats(x, y, 3)
+    t = _sum_and_diff(s, d)
+    tl.store(out_ptr + offs, s, mask=m)
+    tl.store(out_ptr + n + offs, d, mask=m)
+    tl.store(out_ptr + 2 * n + offs, t[0] + t[1], mask=m)
+    tl.store(out_ptr + 3 * n, mx)
+
+
+def test_jit_helpers_returning_tuples(rng):
+    n = 25
+    x, y = nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros(3 * n + 1, np.float32)
+    tuple_helper_kernel[(1,)](x, y, out, n, BLOCK=32)
+    s, d = (x + y) * 3, x - y
+    np.testing.assert_array_equal(out[:n], s)
+    np.testing.assert_array_equal(out[n:2 * n], d)
+    np.testing.assert_array_equal(out[2 * n:3 * n], (s + d) + (s - d))
+    # padded lanes hold 0 - 0 = 0, which is below max(d) only if some d > 0
+    assert out[3 * n] == max(d.max(), 0.0)
+
+
+SCALE = tl.constexpr(3)
+OFFSET = 5
+HALF = 0.5
+
+
+@tilec.jit
+def globals_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.static_assert(SCALE == 3)
+    tl.store(out_ptr + offs, x * SCALE + OFFSET, mask=m)
+    tl.store(out_ptr + n + offs, tl.full((BLOCK,), SCALE * OFFSET, tl.int32) + HALF, mask=m)
+
+
+def test_constexpr_globals(rng):
+    n = 19
+    x = nonzero_int(rng, n, np.int32)
+    out = np.zeros(2 * n, np.float32)
+    globals_kernel[(1,)](x, out, n, BLOCK=32)
+    np.testing.assert_array_equal(out, np.concatenate([x * 3 + 5, np.full(n, 15.5)]))
+
+
+@tilec.jit
+def static_assert_kernel(x_ptr, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK % 16 == 0, "BLOCK must be a multiple of 16")
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs)
+
+
+def test_static_assert():
+    x = np.zeros(32, np.int32)
+    static_assert_kernel[(1,)](x, BLOCK=32)
+    np.testing.assert_array_equal(x, np.arange(32))
+    with pytest.raises(tilec.CompilationError, match="BLOCK must be a multiple of 16"):
+        static_assert_kernel[(1,)](x, BLOCK=8)
+
+
+@tilec.jit
+def device_assert_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    tl.device_assert(x > 0, "x must be positive")
+    tl.store(x_ptr + offs, x * 2, mask=offs < n)
+
+
+def test_device_assert(rng):
+    n = 40
+    x = np.abs(nonzero(rng, n))
+    ref = x * 2
+    device_assert_kernel[grid1(n, 16)](x, n, BLOCK=16)
+    np.testing.assert_array_equal(x, ref)
+    x[33] = -1.0
+    with pytest.raises(tilec.KernelError, match="x must be positive"):
+        device_assert_kernel[grid1(n, 16)](x, n, BLOCK=16)
+
+
+# ----------------------------------------------------------------------------
+# block pointers
+# ----------------------------------------------------------------------------
+
+@tilec.jit
+def block_ptr_kernel(x_ptr, out_ptr, rowsum_ptr, M, N, stride_xm, stride_om,
+                     BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    x_blk = tl.make_block_ptr(base=x_ptr, shape=(M, N), strides=(stride_xm, 1),
+                              offsets=(pid * BM, 0), block_shape=(BM, BN), order=(1, 0))
+    o_blk = tl.make_block_ptr(base=out_ptr, shape=(M, N), strides=(stride_om, 1),
+                              offsets=(pid * BM, 0), block_shape=(BM, BN), order=(1, 0))
+    acc = tl.zeros((BM,), tl.float32)
+    for _ in range(0, N, BN):
+        x = tl.load(x_blk, boundary_check=(0, 1), padding_option="zero")
+        acc += tl.sum(x, axis=1)
+        tl.store(o_blk, x * 2 + 1, boundary_check=(0, 1))
+        x_blk = tl.advance(x_blk, (0, BN))
+        o_blk = tl.advance(o_blk, [0, BN])
+    rows = pid * BM + tl.arange(0, BM)
+    tl.store(rowsum_ptr + rows, acc, mask=rows < M)
+
+
+def test_block_pointers_on_odd_2d_array(rng):
+    M, N, BM, BN = 37, 53, 16, 16
+    base = nonzero(rng, (M, N + 7))
+    x = base[:, :N]  # a row stride larger than N
+    out = np.full((M, N + 3), 99.0, np.float32)
+    rowsum = np.zeros(M, np.float32)
+    block_ptr_kernel[(tilec.cdiv(M, BM),)](x, out, rowsum, M, N, N + 7, N + 3, BM=BM, BN=BN)
+    np.testing.assert_array_equal(out[:, :N], x * 2 + 1)
+    np.testing.assert_array_equal(out[:, N:], 99.0)  # the boundary check keeps them
+    np.testing.assert_allclose(rowsum, x.astype(np.float64).sum(axis=1), rtol=1e-5)
+
+
+@tilec.jit
+def block_ptr_col_major_kernel(x_ptr, out_ptr, M, N, stride_xn, BM: tl.constexpr,
+                               BN: tl.constexpr):
+    # x is column-major: element (i, j) at i + j * stride_xn
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x_blk = tl.make_block_ptr(x_ptr, shape=(M, N), strides=(1, stride_xn),
+                              offsets=(pid_m * BM, pid_n * BN), block_shape=(BM, BN),
+                              order=(0, 1))
+    o_blk = tl.make_block_ptr(out_ptr, shape=(N, M), strides=(M, 1),
+                              offsets=(pid_n * BN, pid_m * BM), block_shape=(BN, BM),
+                              order=(1, 0))
+    x = tl.load(x_blk, boundary_check=(0, 1))
+    tl.store(o_blk, tl.trans(x) - 1.0, boundary_check=(1, 0))
+
+
+def test_block_pointers_on_transposed_view(rng):
+    base = nonzero(rng, (45, 30))
+    x = base.T  # (30, 45), column-major
+    M, N = x.shape
+    out = np.zeros((N, M), np.float32)
+    grid = (tilec.cdiv(M, 16), tilec.cdiv(N, 32))
+    block_ptr_col_major_kernel[grid](x, out, M, N, x.strides[1] // 4, BM=16, BN=32)
+    np.testing.assert_array_equal(out, x.T - 1)
+
+
+@tilec.jit
+def block_ptr_padding_kernel(x_ptr, out_ptr, M, N, PAD: tl.constexpr, BM: tl.constexpr,
+                             BN: tl.constexpr):
+    x_blk = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    x = tl.load(x_blk, boundary_check=(0, 1), padding_option=PAD)
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + r, x)  # the whole block, padding included
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_block_pointer_padding(rng, pad):
+    M, N = 11, 13
+    x = nonzero(rng, (M, N))
+    out = np.full((16, 16), 5.0, np.float32)
+    block_ptr_padding_kernel[(1,)](x, out, M, N, PAD=pad, BM=16, BN=16)
+    ref = np.full((16, 16), 0.0 if pad == "zero" else np.nan, np.float32)
+    ref[:M, :N] = x
+    np.testing.assert_array_equal(out, ref)
+
+
+# ----------------------------------------------------------------------------
+# `import triton` through tilec.compat
+# ----------------------------------------------------------------------------
+
+def test_compat_triton_alias(rng):
+    import tilec.compat  # noqa: F401
+    import triton
+    import triton.language as tl2
+
+    assert triton is tilec and tl2 is tl
+
+    @triton.jit
+    def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl2.constexpr):
+        offs = tl2.program_id(0) * BLOCK + tl2.arange(0, BLOCK)
+        m = offs < n
+        x = tl2.load(x_ptr + offs, mask=m)
+        tl2.store(out_ptr + offs, tl2.exp(x) * 2, mask=m)
+
+    n = 45
+    x = nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    scale_kernel[(triton.cdiv(n, 16),)](x, out, n, BLOCK=16)
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2, rtol=2e-6)
