@@ -39,7 +39,7 @@ def code_lines(text):
     return [line for line in text.splitlines() if line.strip() and not line.strip().startswith("//")]
 
 
-@pytest.mark.parametrize("filename,text", cases())
+@pytest.mark.parametrize("filename,text", list(cases()))
 def test_ir_case(filename, text):
     errors = directives(text, "ERROR")
     if errors:

@@ -131,7 +131,7 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
       return SVal::module("triton.language." + attr);
     if (attr == "core" || attr == "standard")
       return SVal::module("triton.language");
-    if (isBuiltin(attr))
+    if (isBuiltin(attr) || attr == "range" || attr == "static_range")
       return SVal::builtin(attr);
   } else if (module == "triton.language.math" || module == "libdevice") {
     if (isBuiltin("math." + attr))
