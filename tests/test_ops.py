@@ -659,6 +659,25 @@ def _f16_ties(rng, n):
     return (lo.astype(np.float32) + hi.astype(np.float32)) / 2
 
 
+def _f64_just_above_f16_ties(rng, n):
+    """float64 values a hair above the midpoint between two float16 values whose lower
+    one is even: rounding once gives the upper one, rounding via float32 the lower."""
+    lo = nonzero(rng, n, np.float16)
+    lo = (lo.view(np.uint16) & np.uint16(0xFFFE)).view(np.float16)
+    hi = np.nextafter(lo, np.float16(np.inf) * np.sign(lo))
+    lo64, hi64 = lo.astype(np.float64), hi.astype(np.float64)
+    return (lo64 + hi64) / 2 + (hi64 - lo64) * 2.0**-20
+
+
+def _int_just_above_f32_ties(rng, n, dtype=np.int64):
+    """64-bit integers a hair above the midpoint between two float32 values with an even
+    lower one: rounding once goes up, rounding via float64 goes down."""
+    shift = 37 if dtype == np.int64 else 40  # values in [2**60, 2**61) or [2**63, 2**64)
+    k = (rng.integers(2**23, 2**24, size=n) & ~1).astype(dtype)  # even 24-bit mantissas
+    # k << shift is exact in float32; 1 << (shift - 1) is half an ulp
+    return (k << dtype(shift)) + dtype(1 << (shift - 1)) + dtype(1)
+
+
 CAST_CASES = {
     # name: (make input, tl dtype, reference)
     "f32->i32": (lambda r, n: nonzero(r, n, high=300.0), tl.int32,
@@ -689,6 +708,16 @@ CAST_CASES = {
     "f32->f16": (lambda r, n: nonzero(r, n, high=1000.0), tl.float16,
                  lambda x: x.astype(np.float16)),
     "f32->f16 ties": (_f16_ties, tl.float16, lambda x: x.astype(np.float16)),
+    "f32->f16 overflow": (lambda r, n: nonzero(r, n, low=6e4, high=1e5), tl.float16,
+                          lambda x: x.astype(np.float16)),
+    "f32->f16 subnormal": (lambda r, n: nonzero(r, n, low=1e-8, high=6e-5), tl.float16,
+                           lambda x: x.astype(np.float16)),
+    "f64->f16 single rounding": (_f64_just_above_f16_ties, tl.float16,
+                                 lambda x: x.astype(np.float16)),
+    "i64->f32 single rounding": (_int_just_above_f32_ties, tl.float32,
+                                 lambda x: x.astype(np.float32)),
+    "u64->f32 single rounding": (lambda r, n: _int_just_above_f32_ties(r, n, np.uint64),
+                                 tl.float32, lambda x: x.astype(np.float32)),
     "f16->f32": (lambda r, n: nonzero(r, n, np.float16), tl.float32,
                  lambda x: x.astype(np.float32)),
     "f64->f32": (lambda r, n: nonzero(r, n, np.float64), tl.float32,
@@ -848,6 +877,8 @@ def where_kernel(x_ptr, y_ptr, out_ptr, n, CASE: tl.constexpr, BLOCK: tl.constex
         z = tl.where(x > y, 1.0, -2.0)
     elif CASE == "scalar cond":
         z = tl.where(n > 10, x, y)
+    elif CASE == "int cond":
+        z = tl.where((x > 0).to(tl.int32) * 7, x, y)  # non-zero means true
     tl.store(out_ptr + offs, z, mask=m)
 
 
@@ -857,6 +888,7 @@ def where_kernel(x_ptr, y_ptr, out_ptr, n, CASE: tl.constexpr, BLOCK: tl.constex
     ("scalar then", lambda x, y: np.where(x > 0, -1, y)),
     ("both scalars", lambda x, y: np.where(x > y, 1.0, -2.0)),
     ("scalar cond", lambda x, y: x),
+    ("int cond", lambda x, y: np.where(x > 0, x, y)),
 ])
 def test_where(rng, case, ref):
     n = 83
@@ -1328,6 +1360,27 @@ def permute3d_kernel(x_ptr, out_ptr, HOW: tl.constexpr, A: tl.constexpr, B: tl.c
     tl.store(out_ptr + rc2 * A * B + ra2 * B + rb2, y)
 
 
+@tilec.jit
+def trans3d_default_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr,
+                           C: tl.constexpr):
+    ra = tl.arange(0, A)[:, None, None]
+    rb = tl.arange(0, B)[None, :, None]
+    rc = tl.arange(0, C)[None, None, :]
+    x = tl.load(x_ptr + ra * B * C + rb * C + rc)
+    y = tl.trans(x)  # swaps the last two dimensions: (A, C, B)
+    rc2 = tl.arange(0, C)[None, :, None]
+    rb2 = tl.arange(0, B)[None, None, :]
+    tl.store(out_ptr + ra * C * B + rc2 * B + rb2, y)
+
+
+def test_trans_3d_swaps_last_two_dims(rng):
+    A, B, C = 2, 4, 8
+    x = nonzero_int(rng, (A, B, C), np.int32)
+    out = np.zeros((A, C, B), np.int32)
+    trans3d_default_kernel[(1,)](x, out, A=A, B=B, C=C)
+    np.testing.assert_array_equal(out, x.transpose(0, 2, 1))
+
+
 @pytest.mark.parametrize("how", ["permute", "trans"])
 def test_permute_3d(rng, how):
     A, B, C = 2, 4, 8
@@ -1353,6 +1406,12 @@ def broadcast_kernel(x_ptr, out_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(out_ptr + 2 * BM * BN + rn[None, :], e0 * 2)
     e2 = tl.expand_dims(x, (0, 2))  # (1, BN, 1)
     tl.store(out_ptr + 2 * BM * BN + BN + rn[None, :, None], e2 * 3)
+    e3 = tl.expand_dims(x, -1)  # (BN, 1)
+    tl.store(out_ptr + 2 * BM * BN + 2 * BN + rn[:, None], e3 * 4)
+    x2 = tl.broadcast_to(x[None, :], (2, BN))
+    x3 = x2[:, None, :] + tl.zeros((2, 3 + 1, BN), tl.float32)  # (2, 4, BN)
+    r3 = (tl.arange(0, 2)[:, None, None] * 4 + tl.arange(0, 4)[None, :, None]) * BN
+    tl.store(out_ptr + 2 * BM * BN + 3 * BN + r3 + rn[None, None, :], x3)
 
 
 def test_broadcast_to_and_expand_dims(rng):
@@ -1360,14 +1419,17 @@ def test_broadcast_to_and_expand_dims(rng):
     x = nonzero(rng, N)
     xp = np.zeros(BN, np.float32)
     xp[:N] = x
-    out = np.zeros(2 * BM * BN + 2 * BN, np.float32)
+    out = np.zeros(2 * BM * BN + 3 * BN + 8 * BN, np.float32)
     broadcast_kernel[(1,)](x, out, N, BM=BM, BN=BN)
     np.testing.assert_array_equal(out[:BM * BN].reshape(BM, BN),
                                   np.broadcast_to(xp + 3, (BM, BN)))
     np.testing.assert_array_equal(out[BM * BN:2 * BM * BN].reshape(BN, BM),
                                   np.broadcast_to(xp[:, None], (BN, BM)))
     np.testing.assert_array_equal(out[2 * BM * BN:2 * BM * BN + BN], xp * 2)
-    np.testing.assert_array_equal(out[2 * BM * BN + BN:], xp * 3)
+    np.testing.assert_array_equal(out[2 * BM * BN + BN:2 * BM * BN + 2 * BN], xp * 3)
+    np.testing.assert_array_equal(out[2 * BM * BN + 2 * BN:2 * BM * BN + 3 * BN], xp * 4)
+    np.testing.assert_array_equal(out[2 * BM * BN + 3 * BN:].reshape(8, BN),
+                                  np.broadcast_to(xp, (8, BN)))
 
 
 @tilec.jit
@@ -1386,6 +1448,8 @@ def creation_kernel(x_ptr, f_ptr, i8_ptr, i_ptr, BLOCK: tl.constexpr):
     tl.store(i8_ptr + r, f8 + 1)  # stays int8 and wraps
     tl.store(i_ptr + r, tl.arange(16, 16 + BLOCK))
     tl.store(i_ptr + BLOCK + r, tl.zeros([BLOCK], tl.int32) + tl.arange(3, 3 + BLOCK))
+    big = tl.full((BLOCK,), 2**40 + 3, tl.int64)
+    tl.store(i_ptr + 2 * BLOCK + r, (big >> 40) + (big & 0xFF))
 
 
 def test_zeros_full_zeros_like_arange():
@@ -1393,12 +1457,12 @@ def test_zeros_full_zeros_like_arange():
     x = np.ones(B, np.float16)
     f = np.full(3 * B, 99, np.float32)
     i8 = np.zeros(B, np.int8)
-    i = np.zeros(2 * B, np.int32)
+    i = np.zeros(3 * B, np.int32)
     creation_kernel[(1,)](x, f, i8, i, BLOCK=B)
     np.testing.assert_array_equal(f, np.repeat([1.0, -1.0, -2.5], B))
     np.testing.assert_array_equal(i8, np.full(B, -128, np.int8))
     np.testing.assert_array_equal(i, np.concatenate([np.arange(16, 16 + B),
-                                                     np.arange(3, 3 + B)]))
+                                                     np.arange(3, 3 + B), np.full(B, 4)]))
 
 
 # ----------------------------------------------------------------------------
@@ -1556,6 +1620,42 @@ def test_load_scalar_pointer(rng):
     scalar_pointer_kernel[(1,)](x, out, n, BLOCK=32)
     np.testing.assert_array_equal(out[:n], x * x[0] + x[2])
     assert out[n] == x[0] - x[2]
+
+
+@tilec.jit
+def scalar_mask_kernel(x_ptr, out_ptr, n):
+    i = tl.program_id(0)
+    v = tl.load(x_ptr + i, mask=i < n, other=-1.0)
+    tl.store(out_ptr + i, v * 2)
+    tl.store(out_ptr + 100, v, mask=i == 3)
+
+
+def test_scalar_load_store_with_scalar_mask(rng):
+    n = 5
+    x = nonzero(rng, n)
+    out = np.zeros(101, np.float32)
+    scalar_mask_kernel[(8,)](x, out, n)
+    np.testing.assert_array_equal(out[:8], np.concatenate([x * 2, [-2.0] * 3]))
+    assert out[100] == x[3]
+
+
+@tilec.jit
+def optional_ptr_kernel(x_ptr, bias_ptr, out_ptr, n, BLOCK: tl.constexpr = 32):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, x, mask=m)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_none_pointer_argument_and_constexpr_default(rng, with_bias):
+    n = 70
+    x, b = nonzero(rng, n), nonzero(rng, n)
+    out = np.zeros(n, np.float32)
+    optional_ptr_kernel[grid1(n, 32)](x, b if with_bias else None, out, n)
+    np.testing.assert_array_equal(out, x + b if with_bias else x)
 
 
 @tilec.jit
