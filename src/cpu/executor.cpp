@@ -356,9 +356,12 @@ void Program::execCast(const Op &op) {
   if (isFloat(to.dtype)) {
     r.f.resize(n);
     for (size_t k = 0; k < n; ++k) {
-      double v = isFloat(from.dtype) ? x.f[k]
-                 : from.dtype == DType::U64 ? (double)(uint64_t)x.i[k]
-                                            : (double)x.i[k];
+      // An integer goes to f32 in one rounding, not through f64.
+      bool toF32 = to.dtype == DType::F32;
+      double v = isFloat(from.dtype)        ? x.f[k]
+                 : from.dtype == DType::U64 ? (toF32 ? (double)(float)(uint64_t)x.i[k]
+                                                     : (double)(uint64_t)x.i[k])
+                                            : (toF32 ? (double)(float)x.i[k] : (double)x.i[k]);
       if (rtz && isFloat(from.dtype)) {
         double rounded = roundFloat(v, to.dtype);
         if (std::fabs(rounded) > std::fabs(v))
