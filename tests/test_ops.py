@@ -32,6 +32,8 @@ def full_range(rng, shape, dtype):
 
 def c_div(a, b):
     """Integer division truncating toward zero, as in C (and Triton)."""
+    if np.issubdtype(np.result_type(a, b), np.unsignedinteger):
+        return a // b
     q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
     return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
 
@@ -70,7 +72,8 @@ def binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexp
     tl.store(out_ptr + offs, z, mask=m)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int64, np.uint32, np.uint8])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int16, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64])
 @pytest.mark.parametrize("op", ["+", "-", "*", "/", "//", "%"])
 def test_int_arithmetic(rng, op, dtype):
     n = 203
@@ -746,7 +749,8 @@ def test_cast(rng, case, use_fn):
     make, dtype, ref_fn = CAST_CASES[case]
     n = 257
     x = make(rng, n)
-    ref = ref_fn(x)
+    with np.errstate(over="ignore"):
+        ref = ref_fn(x)
     out = np.zeros(n, ref.dtype)
     cast_kernel[grid1(n, 64)](x, out, n, DTYPE=dtype, BITCAST=False, USE_FN=use_fn, BLOCK=64)
     np.testing.assert_array_equal(out, ref)
@@ -1040,6 +1044,18 @@ def fma_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.fma(x, y, z), mask=m)
 
 
+def test_fma_rounds_once():
+    # x * y + z = (2**30 + 2**7) + 2**6 - 2**-40: just below the midpoint between two
+    # float32 values, so it rounds down. Rounding x * y + z to float64 first gives the
+    # midpoint exactly, which then rounds to even: up.
+    x = np.array([8 + 2.0**-20] * 3, np.float32)
+    y = np.array([8 - 2.0**-20] * 3, np.float32)
+    z = np.array([2.0**30 + 2.0**7] * 3, np.float32)
+    out = np.zeros(3, np.float32)
+    fma_kernel[(1,)](x, y, z, out, 3, BLOCK=4)
+    np.testing.assert_array_equal(out, z)
+
+
 def test_fma(rng):
     n = 97
     x, y, z = nonzero(rng, n), nonzero(rng, n), nonzero(rng, n)
@@ -1164,18 +1180,19 @@ def unsigned_reduce_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     r = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + r, mask=r < n, other=0)
     tl.store(out_ptr + 0, tl.max(x, axis=0))
-    tl.store(out_ptr + 1, tl.min(tl.where(r < n, x, 0xFFFFFFFF), axis=0))
+    tl.store(out_ptr + 1, tl.min(tl.where(r < n, x, tl.full((BLOCK,), -1, x.dtype)), axis=0))
     tl.store(out_ptr + 2, tl.argmax(x, axis=0).to(tl.uint32))
     tl.store(out_ptr + 3, tl.sum(x, axis=0))  # wraps around
 
 
-def test_reduce_uint32(rng):
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_reduce_unsigned(rng, dtype):
     n = 100
-    x = full_range(rng, n, np.uint32)
-    x[7] = 2**32 - 1  # the maximum looks like -1 when read as signed
-    out = np.zeros(4, np.uint32)
+    x = full_range(rng, n, dtype)
+    x[7] = np.iinfo(dtype).max  # the maximum looks like -1 when read as signed
+    out = np.zeros(4, dtype)
     unsigned_reduce_kernel[(1,)](x, out, n, BLOCK=128)
-    np.testing.assert_array_equal(out, [x.max(), x.min(), x.argmax(), x.sum(dtype=np.uint32)])
+    np.testing.assert_array_equal(out, [x.max(), x.min(), x.argmax(), x.sum(dtype=dtype)])
 
 
 @tilec.jit
@@ -1582,6 +1599,22 @@ def test_load_store_dtypes(rng, dtype):
     np.testing.assert_array_equal(out[n:], np.repeat(sentinel, 4))  # nothing past the mask
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_load_store_float_special_values(rng, dtype):
+    info = np.finfo(dtype)
+    x = np.array([-0.0, np.inf, -np.inf, info.tiny, -info.tiny / 4, info.smallest_subnormal,
+                  info.max, -info.max, np.nan, 1.0], dtype)
+    out = np.zeros(len(x) + 2, dtype)
+    copy_kernel[(1,)](x, out, len(x), BLOCK=16)
+    np.testing.assert_array_equal(out[:len(x)].view(f"u{x.itemsize}")[:-2],
+                                  x.view(f"u{x.itemsize}")[:-2])  # bit for bit
+    assert np.isnan(out[len(x) - 2]) and out[len(x) - 1] == 1.0
+    out2 = np.zeros(len(x), dtype)
+    unary_kernel[(1,)](x, out2, len(x), OP="-", BLOCK=16)
+    np.testing.assert_array_equal(np.signbit(out2[:-2]), ~np.signbit(x[:-2]))
+    np.testing.assert_array_equal(out2[:-2], -x[:-2])
+
+
 @tilec.jit
 def bool_select_kernel(c_ptr, x_ptr, out_ptr, flags_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -1601,6 +1634,22 @@ def test_bool_buffers(rng):
     bool_select_kernel[grid1(n, 16)](c, x, out, flags, n, BLOCK=16)
     np.testing.assert_array_equal(out, np.where(c, x, -x))
     np.testing.assert_array_equal(flags, x > 0)
+
+
+@tilec.jit
+def other_tensor_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + offs)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=y * 10)  # `other` may be a tensor
+    tl.store(out_ptr + offs, x)
+
+
+def test_load_with_tensor_other(rng):
+    n = 11
+    x, y = nonzero(rng, n), nonzero(rng, 16)
+    out = np.zeros(16, np.float32)
+    other_tensor_kernel[(1,)](x, y, out, n, BLOCK=16)
+    np.testing.assert_array_equal(out, np.concatenate([x, y[n:] * 10]))
 
 
 @tilec.jit
@@ -1703,7 +1752,8 @@ def hints_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
     m = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+    x = tl.load(x_ptr + offs, mask=m, cache_modifier=".cg", eviction_policy="evict_last")
+    tl.store(out_ptr + offs, x * 2, mask=m, eviction_policy="evict_first")
 
 
 def test_multiple_of_max_contiguous_are_no_ops(rng):
@@ -1744,10 +1794,11 @@ def test_torch_cpu_tensors():
     grid = (tilec.cdiv(M, 8), tilec.cdiv(N, 16))
     strided_2d_kernel[grid](x, out, M, N, x.stride(0), x.stride(1), BM=8, BN=16)
     assert torch.equal(out, x * 3 - 1)
-    xi = torch.randint(-100, 100, (37,), dtype=torch.int16, generator=g)
-    yi = torch.zeros(37, dtype=torch.int16)
-    copy_kernel[grid1(37, 16)](xi, yi, 37, BLOCK=16)
-    assert torch.equal(xi, yi)
+    for dtype in (torch.int16, torch.int64, torch.float16, torch.bool, torch.uint8):
+        xi = torch.randint(0, 100, (37,), generator=g).to(dtype)
+        yi = torch.zeros(37, dtype=dtype)
+        copy_kernel[grid1(37, 16)](xi, yi, 37, BLOCK=16)
+        assert torch.equal(xi, yi), dtype
 
 
 # ----------------------------------------------------------------------------
@@ -2178,6 +2229,33 @@ def test_jit_helpers_returning_tuples(rng):
     np.testing.assert_array_equal(out[2 * n:3 * n], (s + d) + (s - d))
     # padded lanes hold 0 - 0 = 0, which is below max(d) only if some d > 0
     assert out[3 * n] == max(d.max(), 0.0)
+
+
+@tilec.jit
+def _clip(x, limit, SCALE: tl.constexpr = 2):
+    if limit > 0:
+        return tl.minimum(x, limit) * SCALE
+    return x
+
+
+@tilec.jit
+def helper_return_kernel(x_ptr, out_ptr, n, limit, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, _clip(x, limit), mask=m)
+    tl.store(out_ptr + n + offs, _clip(x, limit, SCALE=3), mask=m)
+
+
+@pytest.mark.parametrize("limit", [0.5, -1.0])
+def test_jit_helper_with_return_under_if_and_default_arg(rng, limit):
+    n = 21
+    x = nonzero(rng, n)
+    out = np.zeros(2 * n, np.float32)
+    helper_return_kernel[(1,)](x, out, n, limit, BLOCK=32)
+    lim = np.float32(limit)
+    ref = [np.minimum(x, lim) * 2, np.minimum(x, lim) * 3] if limit > 0 else [x, x]
+    np.testing.assert_array_equal(out, np.concatenate(ref))
 
 
 SCALE = tl.constexpr(3)

@@ -283,9 +283,10 @@ void Program::execElementwise(const Op &op) {
       TILEC_FLOAT_UNARY(Floor, std::floor(x))
       TILEC_FLOAT_UNARY(Ceil, std::ceil(x))
       TILEC_FLOAT_UNARY(Erf, std::erf(x))
-    case OpKind::Fma:
+    case OpKind::Fma: // rounded once, in the result's own precision
       for (size_t k = 0; k < n; ++k)
-        o[k] = std::fma(a[k], (*b)[k], xs[2]->f[k]);
+        o[k] = d == DType::F32 ? (double)std::fmaf((float)a[k], (float)(*b)[k], (float)xs[2]->f[k])
+                               : std::fma(a[k], (*b)[k], xs[2]->f[k]);
       break;
     default:
       fail(op, std::string("the CPU backend cannot run '") + op.info().mnemonic + "' on floats");
