@@ -8,6 +8,8 @@
 // back as floats and round-trip exactly. Locations are not printed.
 #include "ir/printer.h"
 
+#include "support/text.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,53 +21,13 @@ static std::string valueName(const Value *v) {
   return v->id >= 0 ? "%" + std::to_string(v->id) : "%?";
 }
 
-// The shortest %g form that reads back as the same double, always with a '.' or
-// an exponent so that it reads back as a float.
-static std::string floatText(double v) {
-  if (std::isnan(v))
-    return "nan";
-  if (std::isinf(v))
-    return v < 0 ? "-inf" : "inf";
-  char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v)
-      break;
-  }
-  std::string text = buf;
-  if (text.find_first_of(".e") == std::string::npos)
-    text += ".0";
-  return text;
-}
-
-static std::string quoted(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += (char)c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += (char)c;
-    }
-  }
-  return out + "\"";
-}
-
 static std::string attrText(const Attr &attr) {
   if (auto *i = std::get_if<int64_t>(&attr))
     return std::to_string(*i);
   if (auto *f = std::get_if<double>(&attr))
-    return floatText(*f);
+    return formatFloat(*f);
   if (auto *s = std::get_if<std::string>(&attr))
-    return quoted(*s);
+    return quoteString(*s);
   std::string out = "[";
   const auto &list = std::get<std::vector<int64_t>>(attr);
   for (size_t i = 0; i < list.size(); ++i)

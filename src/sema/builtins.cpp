@@ -108,19 +108,26 @@ Value *pointerArg(Lowerer &l, const Arg &a, const char *fnName) {
   return p;
 }
 
+// The dims a block access checks against the tensor's bounds.
+std::vector<int64_t> boundaryCheck(Lowerer &l, const std::optional<Arg> &arg, size_t rank) {
+  std::vector<int64_t> check;
+  if (!given(arg))
+    return check;
+  const ConstValue &c = arg->val.c;
+  if (!arg->val.isConst() || (c.kind != ConstValue::Tuple && c.kind != ConstValue::Int))
+    l.error(arg->span, "boundary_check must be a tuple of constexpr dims, got " +
+                           arg->val.describe());
+  for (auto &d : c.kind == ConstValue::Tuple ? c.elems : std::vector<ConstValue>{c})
+    check.push_back(normalizeAxis(l, d.asInt(), (int)rank, arg->span));
+  return check;
+}
+
 SVal load(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *ptr = pointerArg(l, *a[0], "tl.load");
   if (ptr->type.dtype == DType::BlockPtr) {
     Op *op = l.b_.create(OpKind::LoadBlock, {ptr},
                          {Type::scalar(ptr->type.pointee).withShape(ptr->type.blockShape)});
-    std::vector<int64_t> check;
-    if (given(a[3])) {
-      auto dims = a[3]->val.c.kind == ConstValue::Tuple ? a[3]->val.c.elems
-                                                        : std::vector<ConstValue>{a[3]->val.c};
-      for (auto &d : dims)
-        check.push_back(normalizeAxis(l, d.asInt(), (int)ptr->type.blockShape.size(), a[3]->span));
-    }
-    op->setAttr("boundary_check", check);
+    op->setAttr("boundary_check", boundaryCheck(l, a[3], ptr->type.blockShape.size()));
     std::string pad = given(a[4]) && a[4]->val.c.kind == ConstValue::Str ? a[4]->val.c.s : "zero";
     if (pad != "zero" && pad != "nan" && pad != "")
       l.error(a[4]->span, "padding_option must be 'zero' or 'nan', got '" + pad + "'");
@@ -153,14 +160,7 @@ SVal store(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
     v = l.broadcastTo(v, ptr->type.blockShape, a[1]->span);
     Op *op = l.b_.create(OpKind::StoreBlock, {ptr, v}, {});
-    std::vector<int64_t> check;
-    if (given(a[3])) {
-      auto dims = a[3]->val.c.kind == ConstValue::Tuple ? a[3]->val.c.elems
-                                                        : std::vector<ConstValue>{a[3]->val.c};
-      for (auto &d : dims)
-        check.push_back(normalizeAxis(l, d.asInt(), (int)ptr->type.blockShape.size(), a[3]->span));
-    }
-    op->setAttr("boundary_check", check);
+    op->setAttr("boundary_check", boundaryCheck(l, a[3], ptr->type.blockShape.size()));
     return SVal::constant(ConstValue::none());
   }
   Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);

@@ -132,6 +132,29 @@ static void collectLeaves(const SVal &merged, const SVal &path, std::vector<SVal
       collectLeaves(merged.elems[i], path.elems[i], out);
 }
 
+// Ends a loop body: yields the values the carried variables have now,
+// which must keep the types they entered the loop with.
+static void yieldCarried(Lowerer &l, const Span &span,
+                         const std::vector<std::pair<std::string, SVal>> &carried,
+                         const std::vector<Slot> &slots) {
+  std::vector<SVal> ends(slots.size());
+  for (auto &[name, v] : carried)
+    collectLeaves(v, l.frame().vars[name], ends);
+  std::vector<Value *> yields;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SVal &end = ends[i];
+    if (end.isTensor() && end.v->type != slots[i].type)
+      l.error(span, "loop-carried variable '" + slots[i].name + "' has type " +
+                        slots[i].type.str() + " before the loop but " + end.v->type.str() +
+                        " at the end of its body; it must keep one type");
+    if (!end.isTensor() && !(end.isConst() && end.c.isNumber()))
+      l.error(span, "loop-carried variable '" + slots[i].name + "' becomes " + end.describe() +
+                        " in the loop body");
+    yields.push_back(slotValue(l, end, slots[i].type, span));
+  }
+  l.b_.create(OpKind::Yield, yields, {});
+}
+
 // --- statements
 
 static bool containsReturn(const Stmt &s) {
@@ -507,22 +530,7 @@ void Lowerer::lowerFor(const Stmt &s) {
   Block *outer = b_.block();
   b_.setBlock(bodyBlock);
   lowerStmts(body);
-  std::vector<SVal> ends(slots.size());
-  for (auto &[name, v] : carried)
-    collectLeaves(v, f.vars[name], ends);
-  std::vector<Value *> yields;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const SVal &end = ends[i];
-    if (end.isTensor() && end.v->type != slots[i].type)
-      error(s.span, "loop-carried variable '" + slots[i].name + "' has type " +
-                        slots[i].type.str() + " before the loop but " + end.v->type.str() +
-                        " at the end of its body; it must keep one type");
-    if (!end.isTensor() && !(end.isConst() && end.c.isNumber()))
-      error(s.span, "loop-carried variable '" + slots[i].name + "' becomes " + end.describe() +
-                        " in the loop body");
-    yields.push_back(slotValue(*this, end, slots[i].type, s.span));
-  }
-  b_.create(OpKind::Yield, yields, {});
+  yieldCarried(*this, s.span, carried, slots);
   b_.setBlock(outer);
   b_.setLoc(loc(s.span));
   std::vector<Value *> results;
@@ -600,18 +608,7 @@ void Lowerer::lowerWhile(const Stmt &s) {
     f.vars[name] = fillSlots(v, bodyArgs);
   b_.setBlock(after);
   lowerStmts(body);
-  std::vector<SVal> ends(slots.size());
-  for (auto &[name, v] : carried)
-    collectLeaves(v, f.vars[name], ends);
-  std::vector<Value *> yields;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    if (ends[i].isTensor() && ends[i].v->type != slots[i].type)
-      error(s.span, "loop-carried variable '" + slots[i].name + "' has type " +
-                        slots[i].type.str() + " before the loop but " + ends[i].v->type.str() +
-                        " at the end of its body; it must keep one type");
-    yields.push_back(slotValue(*this, ends[i], slots[i].type, s.span));
-  }
-  b_.create(OpKind::Yield, yields, {});
+  yieldCarried(*this, s.span, carried, slots);
   b_.setBlock(outer);
   std::vector<Value *> results;
   for (auto &r : w->results)

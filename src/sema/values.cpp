@@ -1,6 +1,8 @@
 // Constructors and descriptions of ConstValue and SVal.
 #include "sema/values.h"
 
+#include "support/text.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -85,25 +87,6 @@ bool ConstValue::operator==(const ConstValue &o) const {
   }
 }
 
-static std::string floatRepr(double f) {
-  if (std::isnan(f))
-    return "nan";
-  if (std::isinf(f))
-    return f > 0 ? "inf" : "-inf";
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::ostringstream out;
-    out.precision(prec);
-    out << f;
-    if (std::stod(out.str()) == f) {
-      std::string s = out.str();
-      if (s.find_first_of(".en") == std::string::npos)
-        s += ".0";
-      return s;
-    }
-  }
-  return std::to_string(f);
-}
-
 static std::string dtypeRepr(const Type &t) {
   static const std::pair<DType, const char *> names[] = {
       {DType::I1, "int1"},        {DType::I8, "int8"},        {DType::I16, "int16"},
@@ -128,7 +111,7 @@ std::string ConstValue::repr() const {
   case Int:
     return std::to_string(i);
   case Float:
-    return floatRepr(f);
+    return formatFloat(f);
   case Str:
     return "'" + s + "'";
   case DTypeValue:
