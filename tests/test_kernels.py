@@ -312,3 +312,22 @@ def test_out_of_bounds_access_is_an_error_not_a_crash(rng):
     out = np.zeros_like(x)
     with pytest.raises(tilec.KernelError, match="out-of-bounds load"):
         add_kernel[(1,)](x, y, out, 10_000, BLOCK=1024)
+
+
+def test_kernel_written_against_real_triton_language(rng):
+    """A kernel whose `tl` is Triton's own module (and its constexpr) runs unchanged."""
+    triton = pytest.importorskip("triton")
+    if triton is tilec:
+        pytest.skip("tilec.compat has replaced triton in this process")
+    import triton.language as ttl
+
+    def scale(x_ptr, out_ptr, n, FACTOR: ttl.constexpr, BLOCK: ttl.constexpr):
+        offs = ttl.program_id(0) * BLOCK + ttl.arange(0, BLOCK)
+        m = offs < n
+        ttl.store(out_ptr + offs, ttl.load(x_ptr + offs, mask=m) * FACTOR, mask=m)
+
+    kernel = tilec.jit(scale)
+    x = nonzero(rng, 100)
+    out = np.zeros_like(x)
+    kernel[(2,)](x, out, 100, FACTOR=ttl.constexpr(3.0), BLOCK=64)
+    np.testing.assert_allclose(out, x * 3.0)

@@ -2400,8 +2400,14 @@ def test_block_pointer_padding(rng, pad):
 # `import triton` through tilec.compat
 # ----------------------------------------------------------------------------
 
-def test_compat_triton_alias(rng):
-    import tilec.compat  # noqa: F401
+def test_compat_triton_alias(rng, monkeypatch):
+    import sys
+
+    import tilec.compat
+
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        monkeypatch.delitem(sys.modules, name)
+    tilec.compat.install()
     import triton
     import triton.language as tl2
 

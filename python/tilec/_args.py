@@ -19,6 +19,29 @@ def _torch_dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
 
+def is_constexpr(value):
+    """A tl.constexpr, ours or Triton's."""
+    return type(value).__name__ == "constexpr" and hasattr(value, "value")
+
+
+# Triton's dtype names -> ours, so Triton's dtype objects work as arguments too.
+_TRITON_DTYPES = {
+    "int1": tl.int1, "int8": tl.int8, "int16": tl.int16, "int32": tl.int32, "int64": tl.int64,
+    "uint8": tl.uint8, "uint16": tl.uint16, "uint32": tl.uint32, "uint64": tl.uint64,
+    "fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5, "fp16": tl.float16, "bf16": tl.bfloat16,
+    "fp32": tl.float32, "fp64": tl.float64,
+}
+
+
+def as_dtype(value):
+    """Our dtype for a dtype of ours or of Triton's; None for anything else."""
+    if isinstance(value, tl.dtype):
+        return value
+    if type(value).__name__ == "dtype" and hasattr(value, "name"):
+        return _TRITON_DTYPES.get(value.name)
+    return None
+
+
 def is_tensor(value):
     return isinstance(value, np.ndarray) or (
         hasattr(value, "data_ptr") and hasattr(value, "dtype")
@@ -69,17 +92,19 @@ def int_type(value):
     raise OverflowError(f"integer argument {value} does not fit in 64 bits")
 
 
-def specialize(name, value, is_constexpr, specialize_ints):
+def specialize(name, value, constexpr_param, specialize_ints):
     """The specialization of one argument: (spec, runtime value or None).
 
     The spec is what the compiler sees and part of the cache key. Runtime
     values are what the launch passes; constexprs have none.
     """
-    if isinstance(value, tl.constexpr):
+    if is_constexpr(value):
         value = value.value
-    if is_constexpr:
+    if constexpr_param:
         return ("constexpr", _hashable(value)), None
-    if value is None or isinstance(value, (tl.dtype, str)):
+    if as_dtype(value) is not None:
+        return ("constexpr", as_dtype(value)), None
+    if value is None or isinstance(value, str):
         return ("constexpr", _hashable(value)), None
     if isinstance(value, bool):
         return ("bool",), int(value)
@@ -102,6 +127,8 @@ def specialize(name, value, is_constexpr, specialize_ints):
 
 
 def _hashable(value):
+    if as_dtype(value) is not None:
+        return as_dtype(value)
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, tuple):

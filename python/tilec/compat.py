@@ -6,9 +6,19 @@ import sys
 import tilec
 import tilec.language
 
-sys.modules.setdefault("triton", tilec)
-sys.modules.setdefault("triton.language", tilec.language)
-sys.modules.setdefault("triton.language.math", tilec.language.math)
-sys.modules.setdefault("triton.language.extra", tilec.language.extra)
-sys.modules.setdefault("triton.language.extra.cuda", tilec.language.extra.cuda)
-sys.modules.setdefault("triton.language.extra.cuda.libdevice", tilec.language.extra.cuda.libdevice)
+_ALIASES = {
+    "triton": tilec,
+    "triton.language": tilec.language,
+    "triton.language.math": tilec.language.math,
+    "triton.language.extra": tilec.language.extra,
+    "triton.language.extra.cuda": tilec.language.extra.cuda,
+    "triton.language.extra.cuda.libdevice": tilec.language.extra.cuda.libdevice,
+}
+
+
+def install():
+    """Points the `triton` modules at tilec's, replacing any imported before."""
+    sys.modules.update(_ALIASES)
+
+
+install()

@@ -19,9 +19,10 @@ LAUNCH_OPTIONS = (
 
 
 def _is_constexpr_annotation(annotation):
-    if annotation is tl.constexpr:
-        return True
-    return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
+    """tl.constexpr, Triton's own constexpr class, or either as a string annotation."""
+    if isinstance(annotation, str):
+        return annotation.split(".")[-1] == "constexpr"
+    return isinstance(annotation, type) and annotation.__name__ == "constexpr"
 
 
 def _module_name(module):
@@ -97,9 +98,10 @@ class JITFunction:
                     value._resolve)
         if isinstance(value, types.ModuleType):
             return ("module", _module_name(value))
-        if isinstance(value, tl.constexpr):
+        if _args.is_constexpr(value):
             return ("constexpr", _args._hashable(value.value))
-        if value is None or isinstance(value, (bool, int, float, str, tuple, tl.dtype)):
+        if value is None or isinstance(value, (bool, int, float, str, tuple)) or (
+                _args.as_dtype(value) is not None):
             return ("constexpr", _args._hashable(value))
         module = getattr(value, "__module__", None) or ""
         if module.startswith("tilec.language") and hasattr(value, "__name__"):
