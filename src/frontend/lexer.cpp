@@ -491,7 +491,8 @@ void Lexer::invalidCharacter() {
   char code[16];
   std::snprintf(code, sizeof code, "U+%04X", cp);
   std::string shown = (cp >= 0x20 && cp != 0x7F) ? "'" + text_.substr(pos_, len) + "' " : "";
-  errorHere("invalid character " + shown + "(" + code + ")");
+  std::string hint = cp >= 0x80 ? ": only ASCII is allowed outside strings and comments" : "";
+  errorHere("invalid character " + shown + "(" + code + ")" + hint);
 }
 
 void Lexer::finish() {
