@@ -331,3 +331,60 @@ def test_kernel_written_against_real_triton_language(rng):
     out = np.zeros_like(x)
     kernel[(2,)](x, out, 100, FACTOR=ttl.constexpr(3.0), BLOCK=64)
     np.testing.assert_allclose(out, x * 3.0)
+
+
+@tilec.jit
+def to_fp8_and_back(x_ptr, out_ptr, n, FP8: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, x.to(FP8).to(tl.float32), mask=m)
+
+
+@pytest.mark.parametrize("fp8,torch_name", [(tl.float8e4nv, "float8_e4m3fn"),
+                                             (tl.float8e5, "float8_e5m2")])
+def test_fp8_rounding_matches_torch(rng, fp8, torch_name):
+    torch = pytest.importorskip("torch")
+    x = nonzero(rng, 100, low=0.01, high=200.0)
+    out = np.zeros_like(x)
+    to_fp8_and_back[(1,)](x, out, 100, FP8=fp8, BLOCK=128)
+    ref = torch.from_numpy(x).to(getattr(torch, torch_name)).to(torch.float32).numpy()
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilec.jit
+def fp8_buffers(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+def test_fp8_loads_and_stores(rng):
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(nonzero(rng, 64, low=0.1, high=50.0)).to(torch.float8_e5m2)
+    out = torch.zeros(64, dtype=torch.float8_e5m2)
+    fp8_buffers[(1,)](x, out, BLOCK=64)
+    assert torch.equal(out.to(torch.float32), (x.to(torch.float32) * 2).to(torch.float8_e5m2)
+                       .to(torch.float32))
+
+
+@tilec.jit
+def annotated_and_asserts(x_ptr, n, BLOCK: tl.constexpr):
+    HALF: tl.constexpr = BLOCK // 2
+    assert HALF * 2 == BLOCK, "BLOCK must be even"
+    offs = tl.arange(0, HALF)
+    assert n > 0, "n must be positive"
+    tl.store(x_ptr + offs, offs.to(tl.float32) + n)
+
+
+def test_annotated_constexpr_and_assert_statements():
+    x = np.zeros(8, np.float32)
+    annotated_and_asserts[(1,)](x, 3, BLOCK=16)
+    np.testing.assert_array_equal(x, np.arange(8) + 3.0)
+    with pytest.raises(tilec.KernelError, match="device assertion failed.*n must be positive"):
+        annotated_and_asserts[(1,)](x, -3, BLOCK=16)
+
+
+def test_constexpr_assert_fails_at_compile_time():
+    x = np.zeros(8, np.float32)
+    with pytest.raises(tilec.CompilationError, match="assertion failed: BLOCK must be even"):
+        annotated_and_asserts[(1,)](x, 3, BLOCK=1)
