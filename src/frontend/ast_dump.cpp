@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "frontend/ast.h"
+#include "support/text.h"
 
 namespace tilec {
 
@@ -38,41 +39,6 @@ const char *stmtName(StmtKind kind) {
     return "Assert";
   }
   return "?";
-}
-
-// The shortest decimal form that reads back as the same double, always with a '.' or exponent.
-std::string formatFloat(double value) {
-  char buf[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
-    if (std::strtod(buf, nullptr) == value)
-      break;
-  }
-  std::string text = buf;
-  if (text.find_first_of(".eni") == std::string::npos)
-    text += ".0";
-  return text;
-}
-
-std::string quote(const std::string &value) {
-  std::string out = "\"";
-  for (unsigned char c : value) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += (char)c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += (char)c;
-    }
-  }
-  return out + "\"";
 }
 
 class Dumper {
@@ -130,7 +96,7 @@ std::string Dumper::exprBody(const Expr &e) const {
   case ExprKind::Float:
     return "Float " + formatFloat(e.floatValue);
   case ExprKind::Str:
-    return "Str " + quote(e.name);
+    return "Str " + quoteString(e.name);
   case ExprKind::Bool:
     return e.boolValue ? "Bool True" : "Bool False";
   case ExprKind::None:
@@ -210,7 +176,7 @@ std::string Dumper::function(const FunctionDef &fn) {
   for (const ExprPtr &d : fn.decorators)
     field(1, "decorator", d);
   if (!fn.docstring.empty())
-    line(1, "docstring " + quote(fn.docstring));
+    line(1, "docstring " + quoteString(fn.docstring));
   for (const Param &p : fn.params)
     line(1, "Param " + p.name + " " + at(p.span) + optional("annotation", p.annotation) +
                 optional("default", p.defaultValue));
