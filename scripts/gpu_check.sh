@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 { nvidia-smi; python3 --version; g++ --version | head -1; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
   > "$OUT/env.log" 2>&1
 
-python3 -m venv --system-site-packages /tmp/tilec-venv
-PY=/tmp/tilec-venv/bin/python
+# The machine's Python has the build tools but no internet: install into a folder
+# of our own, with no build isolation and no dependencies.
+PY=python3
+export PYTHONPATH=/tmp/tilec-site
 start=$(date +%s)
-if ! CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install --no-build-isolation --no-deps . \
-    > "$OUT/build.log" 2>&1; then
+if ! CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install --no-build-isolation --no-deps \
+    --target /tmp/tilec-site . > "$OUT/build.log" 2>&1; then
   echo "build failed:"; tail -40 "$OUT/build.log"; exit 1
 fi
 echo "build: $(( $(date +%s) - start )) s"
