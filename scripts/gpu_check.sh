@@ -20,6 +20,7 @@ if ! CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install --no-build-isolation
   echo "build failed:"; tail -40 "$OUT/build.log"; exit 1
 fi
 echo "build: $(( $(date +%s) - start )) s"
+ldd /tmp/tilec-site/tilec/_C*.so >> "$OUT/env.log" 2>&1
 
 if $PY -c "import pytest" 2>/dev/null; then
   $PY -m pytest -q tests > "$OUT/tests.log" 2>&1
