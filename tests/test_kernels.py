@@ -388,3 +388,79 @@ def test_constexpr_assert_fails_at_compile_time():
     x = np.zeros(8, np.float32)
     with pytest.raises(tilec.CompilationError, match="assertion failed: BLOCK must be even"):
         annotated_and_asserts[(1,)](x, 3, BLOCK=1)
+
+
+SCALE = tl.constexpr(2.0)
+
+
+@tilec.jit
+def scale_by_global(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * SCALE)
+
+
+def test_changed_constexpr_global_recompiles():
+    global SCALE
+    x = np.ones(16, np.float32)
+    scale_by_global[(1,)](x, BLOCK=16)
+    np.testing.assert_array_equal(x, 2.0)
+    SCALE = tl.constexpr(3.0)
+    try:
+        scale_by_global[(1,)](x, BLOCK=16)
+    finally:
+        SCALE = tl.constexpr(2.0)
+    np.testing.assert_array_equal(x, 6.0)
+
+
+def test_dump_ir_prints_every_stage(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np, tilec, tilec.language as tl\n"
+        "@tilec.jit\n"
+        "def k(x_ptr):\n"
+        "    tl.store(x_ptr + tl.arange(0, 16), 1.0 + 2.0)\n"
+        "k[(1,)](np.zeros(16, np.float32))\n")
+    env = {**__import__("os").environ, "TILEC_DUMP_IR": "1"}
+    err = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, check=True).stderr
+    for stage in ("IR after sema", "fold", "cse", "dce"):
+        assert stage in err
+    assert "func @k(" in err
+
+
+def test_printed_ir_parses_back(rng):
+    from tilec import _C
+
+    a = np.zeros((32, 32), np.float32)
+    v = np.zeros(64, np.float32)
+    kernels = [
+        matmul_kernel.warmup(a, a, a, 32, 32, 32, 32, 1, 32, 1, 32, 1, BLOCK_M=16, BLOCK_N=16,
+                             BLOCK_K=16),
+        softmax_kernel.warmup(v, v, 8, 8, 8, BLOCK=8),
+        while_kernel.warmup(np.zeros(1, np.int32), 10),
+        if_else_kernel.warmup(v, v, 1.0),
+        early_exit_kernel.warmup(v, 64, BLOCK=16),
+    ]
+    for compiled in kernels:
+        for text in compiled.asm.values():
+            assert _C.run_passes(text, []) == text
+
+
+def test_command_line_tool(tmp_path):
+    import pathlib
+    import subprocess
+
+    tool = pathlib.Path(tilec.__file__).parent / "bin" / "tilec"
+    src = tmp_path / "k.py"
+    src.write_text("def k(x):\n    return x + 1\n")
+    out = subprocess.run([str(tool), "--dump-ast", str(src)], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("FunctionDef k @1:1")
+    ir = tmp_path / "k.tir"
+    ir.write_text("func @f(%0: i32) {\n  %1 = constant() {value = 0} : i32\n"
+                  "  %2 = add(%0, %1) : i32\n  store_nothing()\n}\n")
+    bad = subprocess.run([str(tool), "--passes=fold", str(ir)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "k.tir:4:3: error: unknown op 'store_nothing'" in bad.stderr

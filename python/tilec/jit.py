@@ -3,6 +3,7 @@ C++ compiler on first launch for each specialization, and run over a grid."""
 
 import inspect
 import textwrap
+import threading
 import types
 
 from . import _args
@@ -34,6 +35,10 @@ def _module_name(module):
     return name
 
 
+# The constexpr globals the compile in progress (on this thread) has read.
+_globals_read = threading.local()
+
+
 class CompiledKernel:
     """One compiled specialization of a kernel: its IR and metadata."""
 
@@ -48,6 +53,16 @@ class CompiledKernel:
         self.n_regs = 0
         self.n_spills = 0
         self.compile_ms = compiled.compile_ms
+        self.globals_read = []  # (JITFunction, name, value) the kernel was compiled with
+
+    def globals_unchanged(self):
+        for fn, name, value in self.globals_read:
+            found, now = fn._lookup(name)
+            if _args.is_constexpr(now):
+                now = now.value
+            if not found or _args._hashable(now) != value:
+                return False
+        return True
 
 
 class JITFunction:
@@ -98,11 +113,11 @@ class JITFunction:
                     value._resolve)
         if isinstance(value, types.ModuleType):
             return ("module", _module_name(value))
-        if _args.is_constexpr(value):
-            return ("constexpr", _args._hashable(value.value))
-        if value is None or isinstance(value, (bool, int, float, str, tuple)) or (
-                _args.as_dtype(value) is not None):
-            return ("constexpr", _args._hashable(value))
+        if _args.is_constexpr(value) or value is None or isinstance(
+                value, (bool, int, float, str, tuple)) or _args.as_dtype(value) is not None:
+            const = _args._hashable(value.value if _args.is_constexpr(value) else value)
+            getattr(_globals_read, "log", []).append((self, name, const))
+            return ("constexpr", const)
         module = getattr(value, "__module__", None) or ""
         if module.startswith("tilec.language") and hasattr(value, "__name__"):
             return ("builtin", "triton.language", value.__name__)
@@ -152,14 +167,18 @@ class JITFunction:
 
     def _compile(self, specs):
         kernel = self.cache.get(specs)
-        if kernel is not None:
+        if kernel is not None and kernel.globals_unchanged():
             return kernel
+        _globals_read.log = []
         try:
             compiled = _C.compile(self.src, self.filename, self.first_line, list(specs),
                                   self._resolve)
         except _C.CompilationError as e:
             raise CompilationError(str(e)) from None
+        finally:
+            log, _globals_read.log = _globals_read.log, []
         kernel = CompiledKernel(compiled, specs)
+        kernel.globals_read = log
         self.cache[specs] = kernel
         return kernel
 
