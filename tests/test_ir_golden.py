@@ -41,20 +41,14 @@ def code_lines(text):
 
 @pytest.mark.parametrize("filename,text", list(cases()))
 def test_ir_case(filename, text):
-    errors = directives(text, "ERROR")
-    if errors:
-        with pytest.raises(_C.CompilationError) as info:
-            _C.run_passes(text, [], filename)
-        for e in errors:
-            assert e in str(info.value)
-        return
-    verify_errors = directives(text, "VERIFY-ERROR")
-    if verify_errors:
-        with pytest.raises(_C.InternalError) as info:
-            _C.run_passes(text, [], filename)
-        for e in verify_errors:
-            assert e in str(info.value)
-        return
+    for directive, error in (("ERROR", _C.CompilationError), ("VERIFY-ERROR", _C.InternalError)):
+        expected = directives(text, directive)
+        if expected:
+            with pytest.raises(error) as info:
+                _C.run_passes(text, [], filename)
+            for e in expected:
+                assert e in str(info.value)
+            return
     run = directives(text, "RUN")
     passes = [p for p in (run[0].split(",") if run else []) if p]
     out = _C.run_passes(text, passes, filename)
