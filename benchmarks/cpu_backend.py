@@ -9,6 +9,7 @@ numpy are measured.
 """
 
 import os
+import sys
 import time
 
 os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
@@ -16,6 +17,9 @@ os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
 import numpy as np  # noqa: E402
 
 import tilec  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from _timing import best_ms  # noqa: E402
 
 try:
     import torch
@@ -53,15 +57,6 @@ def softmax_kernel(out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr):
     x = tl.load(in_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
     num = tl.exp(x - tl.max(x, axis=0))
     tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
-
-
-def best_ms(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - start) * 1e3)
-    return best
 
 
 def cases():

@@ -464,3 +464,20 @@ def test_command_line_tool(tmp_path):
                   "  %2 = add(%0, %1) : i32\n  store_nothing()\n}\n")
     bad = subprocess.run([str(tool), "--passes=fold", str(ir)], capture_output=True, text=True)
     assert bad.returncode == 1 and "k.tir:4:3: error: unknown op 'store_nothing'" in bad.stderr
+
+
+@tilec.jit
+def fma_scalar_first(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs).to(tl.float16)
+    y = tl.load(y_ptr + offs).to(tl.float16)
+    r = tl.fma(2.0, x, y)
+    tl.store(out_ptr + offs, r.to(tl.float32) + (r.dtype == tl.float16))
+
+
+def test_fma_with_a_scalar_first_keeps_the_tensors_type(rng):
+    x, y = nonzero(rng, 32), nonzero(rng, 32)
+    out = np.zeros_like(x)
+    fma_scalar_first[(1,)](x, y, out, BLOCK=32)
+    ref = (2.0 * x.astype(np.float16).astype(np.float64) + y.astype(np.float16)).astype(np.float16)
+    np.testing.assert_allclose(out, ref.astype(np.float32) + 1.0, rtol=1e-3)

@@ -147,12 +147,6 @@ private:
 
 // --- elementwise
 
-template <typename F> void mapInts(Tile &r, const std::vector<Tile *> &xs, size_t n, F f) {
-  r.i.resize(n);
-  for (size_t k = 0; k < n; ++k)
-    r.i[k] = f(k);
-}
-
 int64_t shiftLeft(int64_t a, int64_t b, int bits) {
   return (b < 0 || b >= bits) ? 0 : (int64_t)((uint64_t)a << b);
 }
@@ -172,7 +166,7 @@ bool lessThan(int64_t a, int64_t b, DType d) {
 
 int64_t intDiv(int64_t a, int64_t b, DType d, bool rem) {
   if (b == 0)
-    return rem ? a : (isUnsigned(d) ? -1 : -1); // what the GPU gives: all ones
+    return rem ? a : -1; // what the GPU gives: all ones
   if (d == DType::U64)
     return rem ? (int64_t)((uint64_t)a % (uint64_t)b) : (int64_t)((uint64_t)a / (uint64_t)b);
   if (a == INT64_MIN && b == -1)
@@ -691,7 +685,7 @@ void Program::execBroadcast(const Op &op) {
   int rank = to.rank();
   std::vector<int64_t> idx(rank, 0);
   Tile r;
-  bool fl = !x.f.empty() || holdsFloat(from);
+  bool fl = holdsFloat(from);
   if (fl)
     r.f.resize(n);
   else

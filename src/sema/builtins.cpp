@@ -240,36 +240,30 @@ SVal unaryMath(Lowerer &l, Args &a, const Expr &call, OpKind kind, const char *n
   return SVal::tensor(l.b_.create1(kind, {x}, x->type));
 }
 
-// Operands of a float binary or ternary function, promoted to one float type.
-std::vector<Value *> floatOperands(Lowerer &l, Args &a, size_t n, const char *name) {
-  SVal acc = a[0]->val;
-  DType t = DType::F32;
-  for (size_t i = 0; i < n; ++i)
-    if (a[i]->val.isTensor() && isFloat(a[i]->val.v->type.dtype) &&
-        dtypeBits(a[i]->val.v->type.dtype) > dtypeBits(t))
-      t = a[i]->val.v->type.dtype;
-  bool allHalf = true;
-  for (size_t i = 0; i < n; ++i)
-    allHalf = allHalf && (a[i]->val.isConst() || a[i]->val.v->type.dtype == a[0]->val.v->type.dtype);
-  if (allHalf && a[0]->val.isTensor() && isFloat(a[0]->val.v->type.dtype))
-    t = a[0]->val.v->type.dtype;
+// Operands of a float function of several arguments, converted to one float
+// type (the tensors' own when they agree on one, else the widest, at least
+// f32) and broadcast to one shape.
+std::vector<Value *> floatOperands(Lowerer &l, Args &a, size_t n) {
+  std::optional<DType> common;
+  bool agree = true;
+  DType widest = DType::F32;
+  for (size_t i = 0; i < n; ++i) {
+    if (!a[i]->val.isTensor())
+      continue;
+    DType d = a[i]->val.v->type.dtype;
+    if (isFloat(d) && dtypeBits(d) > dtypeBits(widest))
+      widest = d;
+    agree = agree && (!common || *common == d);
+    common = d;
+  }
+  DType t = agree && common && isFloat(*common) ? *common : widest;
   std::vector<Value *> vs;
-  for (size_t i = 0; i < n; ++i) {
-    Value *v = l.materialize(a[i]->val, a[i]->span, t);
-    vs.push_back(v);
-  }
-  std::vector<int64_t> shape;
-  for (auto *v : vs)
-    if (v->type.rank() > (int)shape.size())
-      shape = v->type.shape;
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      auto [x, y] = l.broadcastPair(vs[i], vs[j], a[i]->span);
-      vs[i] = x;
-      vs[j] = y;
-    }
-  }
-  (void)name;
+  for (size_t i = 0; i < n; ++i)
+    vs.push_back(l.materialize(a[i]->val, a[i]->span, t));
+  for (size_t i = 1; i < n; ++i)
+    std::tie(vs[0], vs[i]) = l.broadcastPair(vs[0], vs[i], a[i]->span);
+  for (size_t i = 1; i < n; ++i)
+    vs[i] = l.broadcastTo(vs[i], vs[0]->type.shape, a[i]->span);
   return vs;
 }
 
@@ -648,24 +642,24 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("sigmoid", {"x"}, sigmoid);
   add("math.sigmoid", {"x"}, sigmoid);
   Handler fma = [](Lowerer &l, Args &a, R &, const Expr &c) {
-    auto v = floatOperands(l, a, 3, "fma");
+    auto v = floatOperands(l, a, 3);
     return SVal::tensor(l.b_.create1(OpKind::Fma, v, v[0]->type));
   };
   add("fma", {"x", "y", "z"}, fma);
   add("math.fma", {"x", "y", "z"}, fma);
-  auto binaryFloat = [&](const char *name, OpKind kind) {
-    Handler h = [kind, name](Lowerer &l, Args &a, R &, const Expr &c) {
-      auto v = floatOperands(l, a, 2, name);
+  auto binaryFloat = [&](OpKind kind) {
+    Handler h = [kind](Lowerer &l, Args &a, R &, const Expr &c) {
+      auto v = floatOperands(l, a, 2);
       return SVal::tensor(l.b_.create1(kind, v, v[0]->type));
     };
     return h;
   };
-  add("div_rn", {"x", "y"}, binaryFloat("div_rn", OpKind::Div));
-  add("math.div_rn", {"x", "y"}, binaryFloat("div_rn", OpKind::Div));
-  add("fdiv", {"x", "y", "ieee_rounding="}, binaryFloat("fdiv", OpKind::Div));
-  add("math.fdiv", {"x", "y", "ieee_rounding="}, binaryFloat("fdiv", OpKind::Div));
-  add("math.pow", {"x", "y"}, binaryFloat("pow", OpKind::Pow));
-  add("math.atan2", {"x", "y"}, binaryFloat("atan2", OpKind::Atan2));
+  add("div_rn", {"x", "y"}, binaryFloat(OpKind::Div));
+  add("math.div_rn", {"x", "y"}, binaryFloat(OpKind::Div));
+  add("fdiv", {"x", "y", "ieee_rounding="}, binaryFloat(OpKind::Div));
+  add("math.fdiv", {"x", "y", "ieee_rounding="}, binaryFloat(OpKind::Div));
+  add("math.pow", {"x", "y"}, binaryFloat(OpKind::Pow));
+  add("math.atan2", {"x", "y"}, binaryFloat(OpKind::Atan2));
   Handler umulhi = [](Lowerer &l, Args &a, R &, const Expr &c) {
     SVal x = a[0]->val, y = a[1]->val;
     DType t = l.computationType(x, y, false, c.span);

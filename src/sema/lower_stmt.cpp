@@ -187,8 +187,7 @@ void Lowerer::lowerStmts(const StmtList &stmts) {
       lowerIf(*stmts[i], StmtList(stmts.begin() + i + 1, stmts.end()), true);
       return;
     }
-    bool consumed = false;
-    lowerStmt(*stmts[i], {}, &consumed);
+    lowerStmt(*stmts[i]);
   }
 }
 
@@ -201,7 +200,7 @@ struct LoopScope {
 };
 } // namespace
 
-void Lowerer::lowerStmt(const Stmt &s, const StmtList &rest, bool *consumedRest) {
+void Lowerer::lowerStmt(const Stmt &s) {
   b_.setLoc(loc(s.span));
   switch (s.kind) {
   case StmtKind::Expr:
@@ -221,7 +220,7 @@ void Lowerer::lowerStmt(const Stmt &s, const StmtList &rest, bool *consumedRest)
     return;
   }
   case StmtKind::If:
-    lowerIf(s, rest, false);
+    lowerIf(s, {}, false);
     return;
   case StmtKind::For:
     lowerFor(s);
@@ -401,7 +400,7 @@ static void collectAssigned(const std::vector<StmtPtr> &stmts, std::set<std::str
 // so `total += i` counts as a change even when both start as 0.
 template <typename F>
 static std::vector<std::pair<std::string, SVal>>
-changedByBody(Lowerer &l, const std::vector<StmtPtr> &body, int &dryRun, F &&bodyFn) {
+changedByBody(Lowerer &l, const std::vector<StmtPtr> &body, F &&bodyFn) {
   Frame &f = l.frame();
   auto before = f.vars;
   // The scratch block lives until the compile ends: the values it defines
@@ -417,9 +416,7 @@ changedByBody(Lowerer &l, const std::vector<StmtPtr> &body, int &dryRun, F &&bod
   Block *saved = l.b_.block();
   Location savedLoc = l.b_.loc();
   l.b_.setBlock(scratch);
-  ++dryRun;
   bodyFn(scratch);
-  --dryRun;
   auto after = f.vars;
   l.b_.setBlock(saved);
   l.b_.setLoc(savedLoc);
@@ -495,7 +492,7 @@ void Lowerer::lowerFor(const Stmt &s) {
   for (auto &x : s.body)
     body.push_back(x.get());
   LoopScope scope(frame().loopDepth);
-  auto changed = changedByBody(*this, s.body, dryRun_, [&](Block *scratch) {
+  auto changed = changedByBody(*this, s.body, [&](Block *scratch) {
     frame().vars[ivName] = SVal::tensor(scratch->addArg(Type::scalar(ivType)));
     lowerStmts(body);
   });
@@ -572,7 +569,7 @@ void Lowerer::lowerWhile(const Stmt &s) {
   for (auto &x : s.body)
     body.push_back(x.get());
   LoopScope scope(frame().loopDepth);
-  auto changed = changedByBody(*this, s.body, dryRun_, [&](Block *) { lowerStmts(body); });
+  auto changed = changedByBody(*this, s.body, [&](Block *) { lowerStmts(body); });
   auto before = f.vars;
   std::vector<Slot> slots;
   std::vector<std::pair<std::string, SVal>> carried;

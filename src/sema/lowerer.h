@@ -54,7 +54,7 @@ public:
 
   // --- statements (lower_stmt.cpp)
   void lowerStmts(const StmtList &stmts);
-  void lowerStmt(const Stmt &s, const StmtList &rest, bool *consumedRest);
+  void lowerStmt(const Stmt &s);
   void lowerAssign(const Stmt &s);
   void bindTarget(const Expr &target, const SVal &value);
   void lowerIf(const Stmt &s, const StmtList &rest, bool withRest);
@@ -89,7 +89,6 @@ public:
   static std::optional<DType> literalDType(const ConstValue &c);
   DType computationType(const SVal &a, const SVal &b, bool divOrMod, const Span &span);
   Value *castTo(Value *v, DType d);
-  Value *castScalarOrTensor(const SVal &v, DType d, const Span &span);
   std::pair<Value *, Value *> broadcastPair(Value *a, Value *b, const Span &span);
   Value *broadcastTo(Value *v, const std::vector<int64_t> &shape, const Span &span);
   Value *splatTo(Value *v, const std::vector<int64_t> &shape);
@@ -129,7 +128,6 @@ public:
   Function &fn_;
   Builder b_;
   std::vector<Frame *> frames_;
-  int dryRun_ = 0;
   std::vector<std::unique_ptr<Block>> scratch_; // loop bodies lowered to learn what they carry
   // Parsed @jit callees of this compile, by source.
   std::map<const Source *, std::pair<SourcePtr, std::shared_ptr<FunctionDef>>> asts_; // > 0 while a loop body is lowered once to learn what it carries

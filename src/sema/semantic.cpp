@@ -114,10 +114,6 @@ Value *Lowerer::castTo(Value *v, DType d) {
   return b_.create1(OpKind::Cast, {v}, t);
 }
 
-Value *Lowerer::castScalarOrTensor(const SVal &v, DType d, const Span &span) {
-  return materialize(v, span, d);
-}
-
 Value *Lowerer::splatTo(Value *v, const std::vector<int64_t> &shape) {
   if (shape.empty())
     return v;
