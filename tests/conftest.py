@@ -1,5 +1,15 @@
+import ctypes
+
 import numpy as np
 import pytest
+
+import sys
+
+import tilec
+import tilec.jit  # noqa: F401
+
+# The module, not tilec.jit the decorator.
+jitmod = sys.modules["tilec.jit"]
 
 
 @pytest.fixture
@@ -11,3 +21,112 @@ def nonzero(rng, shape, dtype=np.float32, low=0.5, high=2.0):
     """Random values away from zero, with random signs."""
     x = rng.uniform(low, high, size=shape) * rng.choice([-1.0, 1.0], size=shape)
     return x.astype(dtype)
+
+
+def gpu_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available() and tilec._C.cuda_available()[0]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cpu_only: checks behaviour of the CPU backend alone")
+
+
+class GpuView:
+    """A device pointer with a dtype, standing in for a host array at launch."""
+
+    def __init__(self, ptr, dtype, device):
+        self._ptr, self.dtype, self.device = ptr, dtype, device
+
+    def data_ptr(self):
+        return self._ptr
+
+
+def _host_bytes(low, high):
+    return np.ctypeslib.as_array((ctypes.c_ubyte * (high - low)).from_address(low))
+
+
+class GpuShim:
+    """Runs a launch whose arguments are host arrays on the GPU: each array's
+    whole allocation is copied to the device (so views and aliases keep their
+    offsets), the kernel runs there, and the allocations are copied back."""
+
+    def __init__(self, run_on_host):
+        self.run_on_host = run_on_host
+
+    def __call__(self, fn, *args, grid, **kwargs):
+        import torch
+        buffers = {}  # host address of an allocation -> (host bytes, device bytes)
+
+        def on_device(value):
+            if isinstance(value, np.ndarray):
+                low, high = tilec._args.memory_range(value)
+                dtype = value.dtype
+            elif isinstance(value, torch.Tensor) and value.device.type == "cpu":
+                storage = value.untyped_storage()
+                low, high = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+                dtype = value.dtype
+            else:
+                return value
+            if low not in buffers:
+                host = _host_bytes(low, max(high, low + 1))
+                buffers[low] = (host, torch.from_numpy(host.copy()).cuda())
+            device = buffers[low][1]
+            offset = tilec._args.data_pointer(value) - low
+            return GpuView(device.data_ptr() + offset, dtype, device.device)
+
+        args = [on_device(a) for a in args]
+        kwargs = {k: on_device(v) for k, v in kwargs.items()}
+        try:
+            return self.run_on_host(fn, *args, grid=grid, **kwargs)
+        finally:
+            torch.cuda.synchronize()
+            for host, device in buffers.values():
+                host[:] = device.cpu().numpy()
+
+
+def assemble_for_gpus(run_on_host):
+    """Runs on the CPU backend, and compiles each launch's kernel for sm_80 and
+    sm_90a too, through ptxas: every kernel of the suite must assemble."""
+
+    def run(fn, *args, grid, **kwargs):
+        out = run_on_host(fn, *args, grid=grid, **kwargs)
+        values, options = fn._bind(args, dict(kwargs))
+        specs, _, _, _ = fn._specialize(values)
+        for arch in ("sm_80", "sm_90a"):
+            try:
+                kernel = fn._compile(specs, arch, jitmod._gpu_options(options))
+            except tilec.CompilationError as e:
+                if f"is not supported on {arch}" in str(e) and arch != "sm_90a":
+                    continue  # fp8 on sm_80: a clear error, as Triton gives
+                raise
+            assert kernel.asm.get("cubin"), f"{fn.__name__}: no cubin for {arch}"
+        return out
+
+    return run
+
+
+@pytest.fixture(params=["cpu", "ptx", "cuda"])
+def device(request, monkeypatch):
+    """Runs a test on the CPU backend; then where ptxas is found, on the CPU
+    again with every kernel also compiled and assembled for sm_80 and sm_90a;
+    then on the GPU (host arrays moved there at each launch), where there is one."""
+    if request.param == "ptx":
+        if request.node.get_closest_marker("cpu_only") or not tilec._C.find_ptxas():
+            pytest.skip("ptxas not found")
+        if gpu_available():
+            pytest.skip("the GPU run assembles every kernel")
+        run = assemble_for_gpus(jitmod.JITFunction.run)
+        monkeypatch.setattr(jitmod.JITFunction, "run", run)
+    if request.param == "cuda":
+        if request.node.get_closest_marker("cpu_only"):
+            pytest.skip("checks the CPU backend alone")
+        if not gpu_available():
+            pytest.skip("no CUDA GPU")
+        shim = GpuShim(jitmod.JITFunction.run)
+        monkeypatch.setattr(jitmod.JITFunction, "run",
+                            lambda fn, *a, grid, **k: shim(fn, *a, grid=grid, **k))
+    return request.param

@@ -8,6 +8,8 @@ import tilec.language as tl
 
 from conftest import nonzero
 
+pytestmark = pytest.mark.usefixtures("device")
+
 
 @tilec.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
@@ -296,6 +298,7 @@ def test_runtime_if_elif_else(rng):
     np.testing.assert_allclose(out, ref, rtol=1e-6)
 
 
+@pytest.mark.cpu_only
 def test_compile_cache_reuses_specialization(rng):
     x, y = nonzero(rng, 64), nonzero(rng, 64)
     out = np.zeros_like(x)
@@ -307,6 +310,7 @@ def test_compile_cache_reuses_specialization(rng):
     assert len(add_kernel.cache) == 2
 
 
+@pytest.mark.cpu_only
 def test_out_of_bounds_access_is_an_error_not_a_crash(rng):
     x, y = nonzero(rng, 10), nonzero(rng, 10)
     out = np.zeros_like(x)
@@ -376,6 +380,7 @@ def annotated_and_asserts(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, offs.to(tl.float32) + n)
 
 
+@pytest.mark.cpu_only
 def test_annotated_constexpr_and_assert_statements():
     x = np.zeros(8, np.float32)
     annotated_and_asserts[(1,)](x, 3, BLOCK=16)
@@ -384,6 +389,7 @@ def test_annotated_constexpr_and_assert_statements():
         annotated_and_asserts[(1,)](x, -3, BLOCK=16)
 
 
+@pytest.mark.cpu_only
 def test_constexpr_assert_fails_at_compile_time():
     x = np.zeros(8, np.float32)
     with pytest.raises(tilec.CompilationError, match="assertion failed: BLOCK must be even"):
@@ -412,6 +418,7 @@ def test_changed_constexpr_global_recompiles():
     np.testing.assert_array_equal(x, 6.0)
 
 
+@pytest.mark.cpu_only
 def test_dump_ir_prints_every_stage(tmp_path):
     import subprocess
     import sys
@@ -431,6 +438,7 @@ def test_dump_ir_prints_every_stage(tmp_path):
     assert "func @k(" in err
 
 
+@pytest.mark.cpu_only
 def test_printed_ir_parses_back(rng):
     from tilec import _C
 
@@ -449,6 +457,7 @@ def test_printed_ir_parses_back(rng):
             assert _C.run_passes(text, []) == text
 
 
+@pytest.mark.cpu_only
 def test_command_line_tool(tmp_path):
     import pathlib
     import subprocess

@@ -14,6 +14,8 @@ import tilec.language as tl
 
 from conftest import nonzero
 
+pytestmark = pytest.mark.usefixtures("device")
+
 
 def nonzero_int(rng, shape, dtype=np.int32, high=100):
     """Random non-zero integers in [-high, high] ([1, high] for unsigned types)."""
@@ -2304,6 +2306,7 @@ def device_assert_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, x * 2, mask=offs < n)
 
 
+@pytest.mark.cpu_only
 def test_device_assert(rng):
     n = 40
     x = np.abs(nonzero(rng, n))

@@ -1,10 +1,13 @@
 """tilec: a compiler and runtime for Triton-style tile kernels.
 
 ``import tilec as triton; import tilec.language as tl`` runs Triton kernels
-unchanged on the CPU (and, later, on NVIDIA GPUs).
+unchanged on NVIDIA GPUs and on the CPU.
 """
 
 from . import language  # noqa: F401
+from . import runtime  # noqa: F401
+from .compiler import compile  # noqa: F401
+from .runtime.errors import OutOfResources  # noqa: F401
 from .errors import CompilationError, KernelError  # noqa: F401
 from .jit import JITFunction, jit  # noqa: F401
 

@@ -45,12 +45,17 @@ def as_dtype(value):
 def is_tensor(value):
     return isinstance(value, np.ndarray) or (
         hasattr(value, "data_ptr") and hasattr(value, "dtype")
-    )
+    ) or hasattr(value, "__cuda_array_interface__")
 
 
 def element_type(value, name):
-    """The Tile IR element type of a numpy array or torch tensor."""
-    key = value.dtype.name if isinstance(value, np.ndarray) else _torch_dtype_name(value.dtype)
+    """The Tile IR element type of a numpy array, torch tensor or CUDA array."""
+    if isinstance(value, np.ndarray):
+        key = value.dtype.name
+    elif hasattr(value, "data_ptr"):
+        key = _torch_dtype_name(value.dtype)
+    else:
+        key = np.dtype(value.__cuda_array_interface__["typestr"]).name
     if key not in _DTYPES:
         raise TypeError(f"argument '{name}': tensors of dtype {key} are not supported")
     return _DTYPES[key]
@@ -59,7 +64,9 @@ def element_type(value, name):
 def data_pointer(value):
     if isinstance(value, np.ndarray):
         return value.ctypes.data
-    return value.data_ptr()
+    if hasattr(value, "data_ptr"):
+        return value.data_ptr()
+    return value.__cuda_array_interface__["data"][0]
 
 
 def memory_range(value):
@@ -70,6 +77,9 @@ def memory_range(value):
             root = root.base
         low, high = np.byte_bounds(root) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(root)
         return (low, high)
+    if not hasattr(value, "untyped_storage"):
+        ptr = data_pointer(value)  # device memory: the CPU backend never reads it
+        return (ptr, ptr)
     storage = value.untyped_storage()
     start = storage.data_ptr()
     return (start, start + storage.nbytes())
@@ -78,6 +88,10 @@ def memory_range(value):
 def device_of(value):
     if isinstance(value, np.ndarray):
         return "cpu"
+    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "data_ptr"):
+        from . import _C
+        device = _C.pointer_device(data_pointer(value))
+        return f"cuda:{max(device, 0)}"
     device = getattr(value, "device", "cpu")
     return str(device)
 

@@ -2,6 +2,7 @@
 C++ compiler on first launch for each specialization, and run over a grid."""
 
 import inspect
+import os
 import textwrap
 import threading
 import types
@@ -15,8 +16,19 @@ from .errors import CompilationError, KernelError
 LAUNCH_OPTIONS = (
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
     "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
-    "num_threads",
+    "num_threads", "launch_pdl",
 )
+
+# Launch options that change the compiled code, with Triton's defaults.
+DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False}
+
+
+def interpreting():
+    """TILEC_INTERPRET=1 (or TRITON_INTERPRET=1): every launch runs on the CPU backend."""
+    for name in ("TILEC_INTERPRET", "TRITON_INTERPRET"):
+        if os.environ.get(name, "0") not in ("", "0"):
+            return True
+    return False
 
 
 def _is_constexpr_annotation(annotation):
@@ -40,20 +52,53 @@ _globals_read = threading.local()
 
 
 class CompiledKernel:
-    """One compiled specialization of a kernel: its IR and metadata."""
+    """One compiled specialization of a kernel: its IR, and for a GPU target its
+    PTX, cubin and the metadata Triton users read (``n_regs``, ``metadata.shared``)."""
 
-    def __init__(self, compiled, spec):
+    def __init__(self, compiled, spec, gpu=None, options=None):
+        options = {**DEFAULT_GPU_OPTIONS, **(options or {})}
         self._compiled = compiled
+        self.gpu = gpu
         self.name = compiled.name
         self.spec = spec
         self.asm = {"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}
         self.metadata = types.SimpleNamespace(
-            name=compiled.name, num_warps=4, num_stages=3, shared=0, backend="cpu"
+            name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
+            shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
         )
         self.n_regs = 0
         self.n_spills = 0
         self.compile_ms = compiled.compile_ms
         self.globals_read = []  # (JITFunction, name, value) the kernel was compiled with
+        self.function = None
+        if gpu is not None:
+            self.asm["ptx"] = gpu.ptx
+            if gpu.cubin:
+                self.asm["cubin"] = gpu.cubin
+            self.metadata.backend = "cuda"
+            self.metadata.target = gpu.arch
+            self.metadata.shared = gpu.shared
+            self.n_regs = max(gpu.n_regs, 0)
+            self.n_spills = gpu.n_spills
+            self.compile_ms = compiled.compile_ms + gpu.emit_ms + gpu.assemble_ms
+
+    def _init_handles(self, device=None):
+        """Loads the module on the device (Triton's name for it); sets n_regs."""
+        if self.gpu is None or self.function is not None:
+            return
+        if device is None:
+            from .runtime import driver
+            device = driver.active.get_current_device()
+        self.gpu.load(device)
+        self.n_regs = max(self.gpu.n_regs, 0)
+        self.function = self.gpu
+
+    def __getitem__(self, grid):
+        """``compiled[grid](*args)``: launches this specialization directly."""
+        def launch(*args, stream=None):
+            from .launch import launch_compiled
+            return launch_compiled(self, grid, args, stream)
+        return launch
 
     def globals_unchanged(self):
         for fn, name, value in self.globals_read:
@@ -165,10 +210,7 @@ class JITFunction:
                 devices.add(_args.device_of(value))
         return tuple(specs), runtime, memory, devices
 
-    def _compile(self, specs):
-        kernel = self.cache.get(specs)
-        if kernel is not None and kernel.globals_unchanged():
-            return kernel
+    def _compile_ir(self, specs):
         _globals_read.log = []
         try:
             compiled = _C.compile(self.src, self.filename, self.first_line, list(specs),
@@ -177,39 +219,64 @@ class JITFunction:
             raise CompilationError(str(e)) from None
         finally:
             log, _globals_read.log = _globals_read.log, []
-        kernel = CompiledKernel(compiled, specs)
+        return compiled, log
+
+    def _compile(self, specs, arch=None, options=None):
+        """The kernel for this specialization: Tile IR for the CPU backend, and
+        PTX and a cubin too when `arch` names a GPU target."""
+        options = {**DEFAULT_GPU_OPTIONS, **(options or {})}
+        key = specs if arch is None else (specs, arch, tuple(sorted(options.items())))
+        kernel = self.cache.get(key)
+        if kernel is not None and kernel.globals_unchanged():
+            return kernel
+        base = self.cache.get(specs)
+        if base is not None and base.globals_unchanged():
+            compiled, log = base._compiled, base.globals_read
+        else:
+            compiled, log = self._compile_ir(specs)
+            if arch is not None:
+                cpu = CompiledKernel(compiled, specs)
+                cpu.globals_read = log
+                self.cache[specs] = cpu
+        gpu = None
+        if arch is not None:
+            from .compiler import compile_gpu
+            gpu = compile_gpu(compiled, arch, options)
+        kernel = CompiledKernel(compiled, specs, gpu, options)
         kernel.globals_read = log
-        self.cache[specs] = kernel
+        self.cache[key] = kernel
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs):
-        """Compiles the kernel for these arguments without running it."""
-        values, _ = self._bind(args, dict(kwargs))
-        specs, _, _, _ = self._specialize(values)
-        return self._compile(specs)
+        """Compiles the kernel for these arguments without running it: for the GPU
+        when a tensor argument is on one (or `device_type="cuda"` is given)."""
+        values, options = self._bind(args, dict(kwargs))
+        specs, _, _, devices = self._specialize(values)
+        from .launch import target_of
+        arch, _ = target_of(self, devices, options)
+        return self._compile(specs, arch, _gpu_options(options))
 
     def run(self, *args, grid, **kwargs):
-        values, options = self._bind(args, kwargs)
-        specs, runtime, memory, devices = self._specialize(values)
-        if any(not d.startswith("cpu") for d in devices):
-            raise RuntimeError(
-                f"{self.__name__}: tensors on {sorted(devices)}; this build of tilec runs "
-                "kernels on the CPU only, so pass CPU tensors"
-            )
-        kernel = self._compile(specs)
-        if callable(grid):
-            grid = grid({**values, **options})
-        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-        if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) for g in grid):
-            raise ValueError(f"{self.__name__}: the grid must be 1 to 3 ints, got {grid!r}")
-        if any(g < 0 for g in grid):
-            raise ValueError(f"{self.__name__}: grid dimensions must not be negative: {grid!r}")
-        grid = grid + (1,) * (3 - len(grid))
-        try:
-            kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
-        except _C.KernelError as e:
-            raise KernelError(str(e)) from None
-        return kernel
+        from .launch import run_kernel
+        return run_kernel(self, args, kwargs, grid)
+
+
+def _gpu_options(options):
+    out = {k: options[k] for k in DEFAULT_GPU_OPTIONS if options.get(k) is not None}
+    if "debug" in out:
+        out["debug"] = bool(out["debug"])
+    return out
+
+
+def normalize_grid(name, grid, values):
+    if callable(grid):
+        grid = grid(values)
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) for g in grid):
+        raise ValueError(f"{name}: the grid must be 1 to 3 ints, got {grid!r}")
+    if any(g < 0 for g in grid):
+        raise ValueError(f"{name}: grid dimensions must not be negative: {grid!r}")
+    return grid + (1,) * (3 - len(grid))
 
 
 def jit(fn=None, *, do_not_specialize=(), debug=None, noinline=None, **options):

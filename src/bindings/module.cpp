@@ -7,13 +7,18 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
+
 #include "cpu/executor.h"
 #include "frontend/ast.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
+#include "runtime/assembler.h"
 #include "runtime/compiler.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_kernel.h"
 
 namespace nb = nanobind;
 using namespace tilec;
@@ -179,6 +184,63 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
   cpu::launch(*k.fn, l);
 }
 
+std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arch, int numWarps,
+                                 int numStages, bool enableFpFusion, bool debug, bool assemble) {
+  nvidia::GpuOptions o;
+  o.arch = arch;
+  o.numWarps = numWarps;
+  o.numStages = numStages;
+  o.enableFpFusion = enableFpFusion;
+  o.debug = debug;
+  return compileForGpu(k, o, assemble);
+}
+
+// Python ints (any sign, up to 64 bits) and floats as the bits a launch passes.
+std::vector<uint64_t> argBits(nb::list args) {
+  std::vector<uint64_t> out;
+  out.reserve(nb::len(args));
+  for (nb::handle h : args) {
+    if (nb::isinstance<nb::float_>(h)) {
+      double d = nb::cast<double>(h);
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      out.push_back(bits);
+    } else {
+      out.push_back(nb::cast<uint64_t>(nb::int_(h) & nb::int_(0xFFFFFFFFFFFFFFFFull)));
+    }
+  }
+  return out;
+}
+
+void launchGpu(GpuKernel &k, std::tuple<int64_t, int64_t, int64_t> grid, nb::list args,
+               uint64_t stream, int device) {
+  std::vector<uint64_t> bits = argBits(args);
+  nb::gil_scoped_release release;
+  k.launch({std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)}, bits, (void *)stream,
+           device);
+}
+
+nb::dict deviceProperties(int device) {
+  const cuda::DeviceProps &p = cuda::deviceProps(device);
+  nb::dict d;
+  d["name"] = p.name;
+  d["major"] = p.major;
+  d["minor"] = p.minor;
+  d["multiprocessor_count"] = p.multiprocessorCount;
+  d["max_shared_mem"] = p.maxSharedMemPerBlockOptin;
+  d["max_shared_mem_per_block"] = p.maxSharedMemPerBlock;
+  d["max_shared_mem_per_multiprocessor"] = p.maxSharedMemPerMultiprocessor;
+  d["max_num_regs"] = p.maxRegistersPerBlock;
+  d["max_regs_per_multiprocessor"] = p.maxRegistersPerMultiprocessor;
+  d["warpSize"] = p.warpSize;
+  d["max_threads_per_block"] = p.maxThreadsPerBlock;
+  d["sm_clock_rate"] = p.clockRateKHz;
+  d["mem_clock_rate"] = p.memClockRateKHz;
+  d["mem_bus_width"] = p.memBusWidth;
+  d["l2_cache_size"] = p.l2CacheSize;
+  return d;
+}
+
 std::string dumpAstText(const std::string &text, const std::string &filename) {
   return dumpAst(*parseFunction(makeSource(text, filename, 1)));
 }
@@ -201,12 +263,46 @@ NB_MODULE(_C, m) {
   nb::exception<cpu::KernelError>(m, "KernelError", PyExc_RuntimeError);
   nb::exception<InternalError>(m, "InternalError", PyExc_RuntimeError);
 
+  nb::exception<AssemblerError>(m, "AssemblerError", PyExc_RuntimeError);
+  nb::exception<cuda::DriverError>(m, "DriverError", PyExc_RuntimeError);
+
+  nb::class_<GpuKernel>(m, "GpuKernel")
+      .def_ro("name", &GpuKernel::name)
+      .def_ro("arch", &GpuKernel::arch)
+      .def_ro("ptx", &GpuKernel::ptx)
+      .def_prop_ro("cubin", [](const GpuKernel &k) { return nb::bytes(k.cubin.data(), k.cubin.size()); })
+      .def_ro("assembler", &GpuKernel::assembler)
+      .def_ro("num_threads", &GpuKernel::numThreads)
+      .def_ro("shared", &GpuKernel::sharedBytes)
+      .def_ro("n_regs", &GpuKernel::numRegs)
+      .def_ro("n_spills", &GpuKernel::spillBytes)
+      .def_ro("emit_ms", &GpuKernel::emitMs)
+      .def_ro("assemble_ms", &GpuKernel::assembleMs)
+      .def("load", [](GpuKernel &k, int device) { k.loaded(device); })
+      .def("launch", &launchGpu, nb::arg("grid"), nb::arg("args"), nb::arg("stream"),
+           nb::arg("device"));
+
+  m.def("cuda_available", []() {
+    std::string why;
+    bool ok = cuda::available(&why);
+    return std::make_pair(ok, why);
+  });
+  m.def("device_count", &cuda::deviceCount);
+  m.def("current_device", &cuda::currentDevice);
+  m.def("device_properties", &deviceProperties);
+  m.def("synchronize", &cuda::synchronize);
+  m.def("pointer_device", &cuda::pointerDevice);
+  m.def("find_ptxas", &findPtxas);
+
   nb::class_<CompiledKernel>(m, "CompiledKernel")
       .def_ro("name", &CompiledKernel::name)
       .def_ro("ir", &CompiledKernel::ir)
       .def_ro("ir_after_sema", &CompiledKernel::irAfterSema)
       .def_ro("compile_ms", &CompiledKernel::compileMs)
       .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
+      .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
+           nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
+           nb::arg("debug") = false, nb::arg("assemble") = true)
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

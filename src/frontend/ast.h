@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/diagnostics.h"
+#include "support/diagnostics.h"
 
 namespace tilec {
 

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "frontend/diagnostics.h"
+#include "support/diagnostics.h"
 #include "ir/types.h"
 
 namespace tilec {

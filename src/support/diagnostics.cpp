@@ -1,5 +1,5 @@
 // Formatting of user-facing compile errors.
-#include "frontend/diagnostics.h"
+#include "support/diagnostics.h"
 
 #include <sstream>
 

@@ -1,0 +1,342 @@
+// The NVIDIA backend's driver: kernel parameters, the op dispatch, and the
+// PTX module around the lowered body.
+#include "nvidia/codegen.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "cpu/numerics.h"
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+int archNumber(const std::string &arch) {
+  size_t at = arch.find_first_of("0123456789");
+  if (at == std::string::npos)
+    return 0;
+  return std::atoi(arch.c_str() + at);
+}
+
+Lowering::Lowering(const Function &f, const GpuOptions &o) : fn(f), opts(o) {
+  arch = archNumber(opts.arch);
+  axisInfo = analyzeAxisInfo(fn);
+  walk(*fn.body, [&](Op *op) {
+    if (op->kind == OpKind::Load || op->kind == OpKind::Store ||
+        op->kind == OpKind::LoadBlock || op->kind == OpKind::StoreBlock)
+      minElementBytes_ =
+          std::min(minElementBytes_, dtypeBytes(op->operand(0)->type.pointee));
+  });
+}
+
+void Lowering::unsupported(const Op &op, const std::string &what) {
+  throw CompileError(op.loc, what + " is not supported on " + opts.arch);
+}
+
+TVal &Lowering::val(const Value *v) {
+  auto it = values_.find(v);
+  TILEC_ASSERT(it != values_.end(), "a value is used before the NVIDIA lowering defined it");
+  return it->second;
+}
+
+const LinearLayout *Lowering::intern(const LinearLayout &l) {
+  for (const LinearLayout &known : layouts_)
+    if (known == l)
+      return &known;
+  layouts_.push_back(l);
+  return &layouts_.back();
+}
+
+const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
+  auto it = defaults_.find(shape);
+  if (it != defaults_.end())
+    return it->second;
+  int64_t numel = 1;
+  for (int64_t s : shape)
+    numel *= s;
+  int64_t threads = 32 * opts.numWarps;
+  int64_t vec = std::min<int64_t>(vecBytes_ / minElementBytes_, std::max<int64_t>(1, numel / threads));
+  const LinearLayout *l = intern(blockedLayout(shape, (int)vec, opts.numWarps));
+  defaults_[shape] = l;
+  return l;
+}
+
+std::string Lowering::opReg(const std::string &instr, RegClass rc,
+                            const std::vector<std::string> &srcs) {
+  std::string d = b.reg(rc);
+  std::string line = instr + " " + d;
+  for (const std::string &s : srcs)
+    line += ", " + s;
+  b.emit(line);
+  return d;
+}
+
+std::string Lowering::op1(const std::string &instr, DType d, const std::string &a) {
+  return opReg(instr, regClassOf(d), {a});
+}
+std::string Lowering::op2(const std::string &instr, DType d, const std::string &a,
+                          const std::string &c) {
+  return opReg(instr, regClassOf(d), {a, c});
+}
+std::string Lowering::op3(const std::string &instr, DType d, const std::string &a,
+                          const std::string &c, const std::string &e) {
+  return opReg(instr, regClassOf(d), {a, c, e});
+}
+
+std::string Lowering::constantReg(DType d, double fv, int64_t iv) {
+  switch (regClassOf(d)) {
+  case RegClass::Pred:
+    return opReg("setp.ne.u32", RegClass::Pred, {imm(iv != 0), "0"});
+  case RegClass::F32:
+    return op1("mov.f32", d, immF32(fv));
+  case RegClass::F64:
+    return op1("mov.f64", d, immF64(fv));
+  case RegClass::B16: // raw bits of an f16, bf16 or fp8, rounded as the CPU backend rounds
+    return op1("mov.b16", d, imm((int64_t)cpu::floatToBits(cpu::roundFloat(fv, d), d)));
+  case RegClass::B32:
+    return op1("mov.b32", d, imm((int32_t)iv));
+  case RegClass::B64:
+    return op1("mov.b64", d, imm(iv));
+  }
+  return "";
+}
+
+void Lowering::lowerBlock(const Block &block) {
+  for (auto &op : block.ops)
+    lowerOp(*op);
+}
+
+// Whether an op converts to or from fp8 (sm_89's cvt does; bit moves do not).
+static bool convertsFp8(const Op &op) {
+  auto fp8 = [](const Value *v) {
+    return v->type.dtype == DType::F8E4M3 || v->type.dtype == DType::F8E5M2;
+  };
+  bool computes = op.has(ELEMENTWISE) || op.kind == OpKind::Dot || op.kind == OpKind::CumSum ||
+                  (op.kind >= OpKind::ReduceSum && op.kind <= OpKind::ArgMin);
+  if (!computes || op.kind == OpKind::Bitcast || op.kind == OpKind::Select)
+    return false;
+  // e5m2 widens by a shift on any target
+  if (op.kind == OpKind::Cast && op.operand(0)->type.dtype == DType::F8E5M2 && !fp8(op.result()))
+    return false;
+  for (const Value *v : op.operands)
+    if (fp8(v))
+      return true;
+  return !op.results.empty() && fp8(op.result());
+}
+
+void Lowering::lowerOp(const Op &op) {
+  if (arch < 89 && convertsFp8(op))
+    unsupported(op, "fp8 arithmetic and conversions (they need sm_89 or newer)");
+  switch (op.kind) {
+  case OpKind::Constant: {
+    const Type &t = op.result()->type;
+    std::string r = constantReg(t.dtype, op.floatAttr("value"), op.intAttr("value"));
+    TVal v;
+    v.regs.assign(t.isTensor() ? defaultLayout(t.shape)->numRegs() : 1, r);
+    v.layout = t.isTensor() ? defaultLayout(t.shape) : nullptr;
+    bind(op.result(), v);
+    return;
+  }
+  case OpKind::ProgramId:
+  case OpKind::NumPrograms: {
+    static const char *const kAxis[] = {"x", "y", "z"};
+    std::string special = (op.kind == OpKind::ProgramId ? "%ctaid." : "%nctaid.") +
+                          std::string(kAxis[op.intAttr("axis")]);
+    bind(op.result(), TVal{nullptr, {op1("mov.u32", DType::I32, special)}});
+    return;
+  }
+  case OpKind::MakeRange:
+  case OpKind::Splat:
+  case OpKind::Broadcast:
+  case OpKind::ExpandDims:
+  case OpKind::Reshape:
+  case OpKind::Trans:
+    lowerShape(op);
+    return;
+  case OpKind::Cast:
+  case OpKind::Bitcast:
+  case OpKind::IntToPtr:
+  case OpKind::PtrToInt:
+    lowerCast(op);
+    return;
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::IDiv:
+  case OpKind::IRem:
+  case OpKind::FRem:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Shl:
+  case OpKind::Shr:
+  case OpKind::Min:
+  case OpKind::Max:
+  case OpKind::UMulHi:
+  case OpKind::Pow:
+  case OpKind::Atan2:
+  case OpKind::CmpEq:
+  case OpKind::CmpNe:
+  case OpKind::CmpLt:
+  case OpKind::CmpLe:
+  case OpKind::CmpGt:
+  case OpKind::CmpGe:
+  case OpKind::Neg:
+  case OpKind::Not:
+  case OpKind::Abs:
+  case OpKind::Exp:
+  case OpKind::Exp2:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tanh:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Erf:
+  case OpKind::Select:
+  case OpKind::Fma:
+  case OpKind::AddPtr:
+    lowerElementwise(op);
+    return;
+  case OpKind::Load:
+    lowerLoad(op);
+    return;
+  case OpKind::Store:
+    lowerStore(op);
+    return;
+  case OpKind::MakeBlockPtr:
+  case OpKind::Advance:
+    lowerBlockPtr(op);
+    return;
+  case OpKind::LoadBlock:
+    lowerLoadBlock(op);
+    return;
+  case OpKind::StoreBlock:
+    lowerStoreBlock(op);
+    return;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    lowerReduce(op);
+    return;
+  case OpKind::CumSum:
+    lowerCumSum(op);
+    return;
+  case OpKind::Dot:
+    lowerDot(op);
+    return;
+  case OpKind::For:
+    lowerFor(op);
+    return;
+  case OpKind::If:
+    lowerIf(op);
+    return;
+  case OpKind::While:
+    lowerWhile(op);
+    return;
+  case OpKind::Print:
+    lowerPrint(op);
+    return;
+  case OpKind::Assert:
+    lowerAssert(op);
+    return;
+  case OpKind::Return:
+    b.emit("ret");
+    return;
+  case OpKind::Yield:
+  case OpKind::Condition:
+    return; // read by the op that owns the region
+  }
+}
+
+namespace {
+
+ParamKind paramKindOf(DType d) {
+  switch (d) {
+  case DType::F32:
+    return ParamKind::F32;
+  case DType::F64:
+    return ParamKind::F64;
+  case DType::I64:
+  case DType::U64:
+  case DType::Ptr:
+  case DType::BlockPtr:
+    return ParamKind::U64;
+  default:
+    return ParamKind::U32;
+  }
+}
+
+const char *paramType(ParamKind k) {
+  static const char *const kNames[] = {".u32", ".u64", ".f32", ".f64"};
+  return kNames[(int)k];
+}
+
+} // namespace
+
+PtxKernel Lowering::run() {
+  auto start = std::chrono::steady_clock::now();
+  PtxKernel out;
+  out.name = fn.name;
+  out.numThreads = 32 * opts.numWarps;
+  tid = b.reg(RegClass::B32);
+  lane = b.reg(RegClass::B32);
+  warp = b.reg(RegClass::B32);
+  b.emitPrologue("mov.u32 " + tid + ", %tid.x");
+  b.emitPrologue("and.b32 " + lane + ", " + tid + ", 31");
+  b.emitPrologue("shr.u32 " + warp + ", " + tid + ", 5");
+
+  std::ostringstream params;
+  const Block &body = *fn.body;
+  for (size_t k = 0; k < body.args.size(); ++k) {
+    const Value *arg = body.args[k].get();
+    ParamKind kind = paramKindOf(arg->type.dtype);
+    out.params.push_back(kind);
+    std::string name = fn.name + "_param_" + std::to_string(k);
+    params << (k ? ",\n" : "") << "\t.param " << paramType(kind) << " " << name;
+    std::string r;
+    if (arg->type.dtype == DType::I1) {
+      std::string w = b.reg(RegClass::B32);
+      b.emitPrologue("ld.param.u32 " + w + ", [" + name + "]");
+      r = b.reg(RegClass::Pred);
+      b.emitPrologue("setp.ne.u32 " + r + ", " + w + ", 0");
+    } else {
+      r = newReg(arg->type.dtype);
+      b.emitPrologue(std::string("ld.param") + paramType(kind) + " " + r + ", [" + name + "]");
+    }
+    bind(arg, TVal{nullptr, {r}});
+  }
+  lowerBlock(body);
+  b.emit("ret");
+
+  std::ostringstream ptx;
+  ptx << "//\n// Generated by tilec for " << opts.arch << "\n//\n\n"
+      << ".version 8.0\n.target " << opts.arch << "\n.address_size 64\n\n";
+  ptx << b.globals();
+  if (sharedBytes_ > 0)
+    ptx << ".extern .shared .align 16 .b8 tilec_smem[];\n";
+  ptx << "\n.visible .entry " << fn.name << "(\n" << params.str() << "\n)\n.maxntid "
+      << out.numThreads << ", 1, 1\n{\n"
+      << b.functionBody() << "}\n";
+  out.ptx = ptx.str();
+  out.sharedBytes = (int)sharedBytes_;
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+               .count();
+  return out;
+}
+
+PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
+  if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
+    throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
+                                std::to_string(opts.numWarps));
+  if (archNumber(opts.arch) < 80)
+    throw std::invalid_argument("target " + opts.arch + " is not supported: tilec needs sm_80 or newer");
+  return Lowering(fn, opts).run();
+}
+
+} // namespace tilec::nvidia

@@ -1,0 +1,39 @@
+// The NVIDIA backend's entry: Tile IR after the passes → one PTX module with
+// one kernel, and what launching it needs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tilec::nvidia {
+
+struct GpuOptions {
+  std::string arch = "sm_90a"; // sm_80, sm_86, sm_89, sm_90, sm_90a, ...
+  int numWarps = 4;
+  int numStages = 3;
+  bool enableFpFusion = true; // let ptxas contract a*b+c into fma
+  bool debug = false;         // device_assert and assert checked (else dropped, as in Triton)
+};
+
+// How one runtime argument is passed: its PTX parameter type.
+enum class ParamKind { U32, U64, F32, F64 };
+
+struct PtxKernel {
+  std::string name;
+  std::string ptx;
+  std::vector<ParamKind> params; // one per runtime argument of the kernel
+  int numThreads = 128;
+  int sharedBytes = 0; // dynamic shared memory the launch must give
+  double ms = 0;       // time taken to emit
+};
+
+// The target's compute capability from its name: "sm_90a" → 90.
+int archNumber(const std::string &arch);
+
+// Lowers a verified, passed Function. Throws CompileError for what the
+// target cannot run (naming the op's line), InternalError for compiler bugs.
+PtxKernel emitPtx(const Function &fn, const GpuOptions &opts);
+
+} // namespace tilec::nvidia

@@ -1,0 +1,290 @@
+// Linear layouts: construction, slicing, and the register-only conversion test.
+#include "nvidia/linear_layout.h"
+
+#include <map>
+#include <sstream>
+
+#include "support/diagnostics.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+Coords unit(int rank, int dim, int64_t value) {
+  Coords c(rank, 0);
+  c[dim] = value;
+  return c;
+}
+
+bool isZero(const Coords &c) {
+  for (int64_t v : c)
+    if (v)
+      return false;
+  return true;
+}
+
+void xorInto(Coords &acc, const Coords &c) {
+  for (size_t d = 0; d < acc.size(); ++d)
+    acc[d] ^= c[d];
+}
+
+int log2Exact(int64_t v) {
+  int bits = 0;
+  while ((int64_t{1} << bits) < v)
+    ++bits;
+  return bits;
+}
+
+// Adds bases for `count` bits of threads (or registers) along the dims in
+// `dims` order, doubling each dim's coverage until it spans the shape; bits
+// left over get zero bases (copies).
+void distribute(std::vector<Coords> &out, int bits, const std::vector<int> &dims,
+                const std::vector<int64_t> &shape, std::vector<int64_t> &covered) {
+  int rank = (int)shape.size();
+  for (int dim : dims)
+    while (bits > 0 && covered[dim] < shape[dim]) {
+      out.push_back(unit(rank, dim, covered[dim]));
+      covered[dim] *= 2;
+      --bits;
+    }
+  for (; bits > 0; --bits)
+    out.push_back(Coords(rank, 0));
+}
+
+std::vector<int> fastestFirst(int rank) {
+  std::vector<int> dims;
+  for (int d = rank - 1; d >= 0; --d)
+    dims.push_back(d);
+  return dims;
+}
+
+// Registers cover whatever lanes and warps left uncovered.
+void fillRegisters(LinearLayout &l, std::vector<int64_t> &covered) {
+  int rank = l.rank();
+  for (int d : fastestFirst(rank))
+    while (covered[d] < l.shape[d]) {
+      l.regs.push_back(unit(rank, d, covered[d]));
+      covered[d] *= 2;
+    }
+}
+
+} // namespace
+
+Coords LinearLayout::regCoords(int64_t reg) const {
+  Coords c(shape.size(), 0);
+  for (size_t b = 0; b < regs.size(); ++b)
+    if (reg >> b & 1)
+      xorInto(c, regs[b]);
+  return c;
+}
+
+unsigned LinearLayout::replicatedLaneMask() const {
+  unsigned mask = 0;
+  for (size_t b = 0; b < lanes.size(); ++b)
+    if (isZero(lanes[b]))
+      mask |= 1u << b;
+  return mask;
+}
+
+unsigned LinearLayout::replicatedWarpMask() const {
+  unsigned mask = 0;
+  for (size_t b = 0; b < warps.size(); ++b)
+    if (isZero(warps[b]))
+      mask |= 1u << b;
+  return mask;
+}
+
+std::string LinearLayout::str() const {
+  std::ostringstream os;
+  auto list = [&](const char *name, const std::vector<Coords> &bases) {
+    os << name << "=[";
+    for (size_t b = 0; b < bases.size(); ++b) {
+      os << (b ? " " : "") << "(";
+      for (size_t d = 0; d < bases[b].size(); ++d)
+        os << (d ? "," : "") << bases[b][d];
+      os << ")";
+    }
+    os << "]";
+  };
+  os << "#linear<";
+  for (size_t d = 0; d < shape.size(); ++d)
+    os << (d ? "x" : "") << shape[d];
+  os << " ";
+  list("reg", regs);
+  os << " ";
+  list("lane", lanes);
+  os << " ";
+  list("warp", warps);
+  os << ">";
+  return os.str();
+}
+
+LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps) {
+  LinearLayout l;
+  l.shape = shape;
+  int rank = (int)shape.size();
+  std::vector<int64_t> covered(rank, 1);
+  std::vector<int> dims = fastestFirst(rank);
+  distribute(l.regs, log2Exact(vec), {rank - 1}, shape, covered);
+  while (!l.regs.empty() && isZero(l.regs.back()))
+    l.regs.pop_back(); // a vector longer than the dim: no registers of copies
+  distribute(l.lanes, 5, dims, shape, covered);
+  distribute(l.warps, log2Exact(numWarps), dims, shape, covered);
+  fillRegisters(l, covered);
+  return l;
+}
+
+LinearLayout lineInThreadLayout(const std::vector<int64_t> &shape, int axis, int numWarps) {
+  LinearLayout l;
+  l.shape = shape;
+  int rank = (int)shape.size();
+  std::vector<int64_t> covered(rank, 1);
+  while (covered[axis] < shape[axis]) {
+    l.regs.push_back(unit(rank, axis, covered[axis]));
+    covered[axis] *= 2;
+  }
+  std::vector<int> dims = fastestFirst(rank);
+  distribute(l.lanes, 5, dims, shape, covered);
+  distribute(l.warps, log2Exact(numWarps), dims, shape, covered);
+  fillRegisters(l, covered);
+  return l;
+}
+
+namespace {
+
+Coords dropDim(const Coords &c, int axis) {
+  Coords out;
+  for (int d = 0; d < (int)c.size(); ++d)
+    if (d != axis)
+      out.push_back(c[d]);
+  return out;
+}
+
+} // namespace
+
+LinearLayout sliceLayout(const LinearLayout &l, int axis) {
+  LinearLayout out;
+  out.shape = dropDim(l.shape, axis);
+  for (const Coords &b : l.regs)
+    if (b[axis] == 0)
+      out.regs.push_back(dropDim(b, axis));
+  for (const Coords &b : l.lanes)
+    out.lanes.push_back(dropDim(b, axis));
+  for (const Coords &b : l.warps)
+    out.warps.push_back(dropDim(b, axis));
+  return out;
+}
+
+std::vector<int> sliceRegisterMap(const LinearLayout &l, int axis) {
+  std::vector<int> map(l.numRegs());
+  for (int r = 0; r < l.numRegs(); ++r) {
+    int out = 0, bit = 0;
+    for (size_t b = 0; b < l.regs.size(); ++b) {
+      if (l.regs[b][axis] != 0)
+        continue;
+      if (r >> b & 1)
+        out |= 1 << bit;
+      ++bit;
+    }
+    map[r] = out;
+  }
+  return map;
+}
+
+LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
+  auto insert = [&](Coords c) {
+    c.insert(c.begin() + axis, 0);
+    return c;
+  };
+  LinearLayout out;
+  out.shape = insert(l.shape);
+  out.shape[axis] = 1;
+  for (const Coords &b : l.regs)
+    out.regs.push_back(insert(b));
+  for (const Coords &b : l.lanes)
+    out.lanes.push_back(insert(b));
+  for (const Coords &b : l.warps)
+    out.warps.push_back(insert(b));
+  return out;
+}
+
+LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &order) {
+  auto permute = [&](const Coords &c) {
+    Coords out(c.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      out[i] = c[order[i]];
+    return out;
+  };
+  LinearLayout out;
+  out.shape = permute(l.shape);
+  for (const Coords &b : l.regs)
+    out.regs.push_back(permute(b));
+  for (const Coords &b : l.lanes)
+    out.lanes.push_back(permute(b));
+  for (const Coords &b : l.warps)
+    out.warps.push_back(permute(b));
+  return out;
+}
+
+LinearLayout reshapeLayout(const LinearLayout &l, const std::vector<int64_t> &shape) {
+  auto flat = [&](const Coords &c) {
+    int64_t f = 0;
+    for (int d = 0; d < l.rank(); ++d)
+      f = f * l.shape[d] + c[d];
+    return f;
+  };
+  auto unflat = [&](int64_t f) {
+    Coords c(shape.size());
+    for (int d = (int)shape.size() - 1; d >= 0; --d) {
+      c[d] = f % shape[d];
+      f /= shape[d];
+    }
+    return c;
+  };
+  LinearLayout out;
+  out.shape = shape;
+  for (const Coords &b : l.regs)
+    out.regs.push_back(unflat(flat(b)));
+  for (const Coords &b : l.lanes)
+    out.lanes.push_back(unflat(flat(b)));
+  for (const Coords &b : l.warps)
+    out.warps.push_back(unflat(flat(b)));
+  return out;
+}
+
+std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLayout &dst) {
+  int rank = dst.rank();
+  if (src.rank() != rank)
+    return {};
+  // What dst's coordinates are in src: broadcast dims of src read index 0.
+  auto project = [&](Coords c) {
+    for (int d = 0; d < rank; ++d)
+      if (src.shape[d] == 1)
+        c[d] = 0;
+    return c;
+  };
+  for (int d = 0; d < rank; ++d)
+    if (src.shape[d] != dst.shape[d] && src.shape[d] != 1)
+      return {};
+  if (src.lanes.size() != dst.lanes.size() || src.warps.size() != dst.warps.size())
+    return {};
+  for (size_t b = 0; b < dst.lanes.size(); ++b)
+    if (project(dst.lanes[b]) != src.lanes[b])
+      return {};
+  for (size_t b = 0; b < dst.warps.size(); ++b)
+    if (project(dst.warps[b]) != src.warps[b])
+      return {};
+  std::map<Coords, int> where;
+  for (int r = src.numRegs() - 1; r >= 0; --r)
+    where[src.regCoords(r)] = r;
+  std::vector<int> map(dst.numRegs());
+  for (int r = 0; r < dst.numRegs(); ++r) {
+    auto it = where.find(project(dst.regCoords(r)));
+    if (it == where.end())
+      return {};
+    map[r] = it->second;
+  }
+  return map;
+}
+
+} // namespace tilec::nvidia

@@ -1,0 +1,63 @@
+// Linear layouts: where each element of a distributed tensor lives. A layout
+// maps the bits of (register, lane, warp) to tensor coordinates, linearly over
+// GF(2): the element in register r of lane l of warp w has the coordinates
+// XOR-ed together from one basis vector per set bit of r, l and w. Blocked,
+// sliced, transposed and reshaped layouts are all instances, and whether a
+// conversion between two layouts needs shared memory is computable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilec::nvidia {
+
+using Coords = std::vector<int64_t>;
+
+struct LinearLayout {
+  std::vector<int64_t> shape; // powers of 2
+  std::vector<Coords> regs;   // basis of register bit i
+  std::vector<Coords> lanes;  // 5 bases, one per lane bit (zero: lanes hold copies)
+  std::vector<Coords> warps;  // log2(num_warps) bases
+
+  int numRegs() const { return 1 << regs.size(); }
+  int rank() const { return (int)shape.size(); }
+  // The coordinates of register `reg` in lane 0 of warp 0.
+  Coords regCoords(int64_t reg) const;
+  // Lane and warp bits whose basis is zero: threads differing there hold copies.
+  unsigned replicatedLaneMask() const;
+  unsigned replicatedWarpMask() const;
+  bool operator==(const LinearLayout &o) const {
+    return shape == o.shape && regs == o.regs && lanes == o.lanes && warps == o.warps;
+  }
+  bool operator!=(const LinearLayout &o) const { return !(*this == o); }
+  std::string str() const;
+};
+
+// Triton's default blocked layout: `vec` contiguous elements of the last dim
+// per thread, lanes then warps along the fastest dims first, the rest wrapped
+// into registers. Where the tensor is smaller than the block, threads hold copies.
+LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps);
+
+// A layout that keeps each whole line along `axis` in one thread's registers
+// (scans run there sequentially); threads spread over the other dims.
+LinearLayout lineInThreadLayout(const std::vector<int64_t> &shape, int axis, int numWarps);
+
+// The layout of a reduction's result along `axis`: registers along the axis
+// are dropped, lanes and warps along it come to hold copies.
+LinearLayout sliceLayout(const LinearLayout &l, int axis);
+// For each register of `l`, the register of sliceLayout(l, axis) it folds into.
+std::vector<int> sliceRegisterMap(const LinearLayout &l, int axis);
+
+LinearLayout expandDimsLayout(const LinearLayout &l, int axis);
+// Result dim i is operand dim order[i].
+LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &order);
+// Row-major order kept: each basis is re-read as a flat index.
+LinearLayout reshapeLayout(const LinearLayout &l, const std::vector<int64_t> &shape);
+
+// When every element `dst` puts in a thread is already in that thread under
+// `src` (after size-1 dims of src are broadcast), the source register each
+// destination register takes; empty when data must move between threads.
+std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLayout &dst);
+
+} // namespace tilec::nvidia

@@ -1,0 +1,246 @@
+// Structured control flow (for, if, while) as branches over uniform scalar
+// conditions, loop-carried values as registers the loop rewrites, and the
+// debugging ops (device printf through vprintf, asserts in debug mode).
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+std::string moveInstr(RegClass rc) { return std::string("mov") + regType(rc); }
+
+// Fresh registers shaped like `v`, holding its values.
+TVal copyInto(Lowering &L, const TVal &v, DType d) {
+  TVal out{v.layout, {}};
+  for (const std::string &r : v.regs) {
+    std::string fresh = L.newReg(d);
+    L.b.emit(moveInstr(regClassOf(d)) + " " + fresh + ", " + r);
+    out.regs.push_back(fresh);
+  }
+  return out;
+}
+
+} // namespace
+
+// Writes `values` (converted to the targets' layouts) into the registers of
+// `targets`, all read before any is written.
+static void parallelMove(Lowering &L, const std::vector<TVal> &targets,
+                         const std::vector<const Value *> &values) {
+  std::vector<TVal> staged;
+  for (size_t k = 0; k < values.size(); ++k) {
+    DType d = values[k]->type.dtype;
+    TVal v = targets[k].isTensor() ? L.convert(L.val(values[k]), d, targets[k].layout)
+                                   : L.val(values[k]);
+    staged.push_back(copyInto(L, v, d));
+  }
+  for (size_t k = 0; k < values.size(); ++k) {
+    RegClass rc = regClassOf(values[k]->type.dtype);
+    for (size_t r = 0; r < targets[k].regs.size(); ++r)
+      L.b.emit(moveInstr(rc) + " " + targets[k].regs[r] + ", " + staged[k].regs[r]);
+  }
+}
+
+static std::vector<const Value *> operandsFrom(const Op &op, size_t from) {
+  return std::vector<const Value *>(op.operands.begin() + from, op.operands.end());
+}
+
+void Lowering::lowerFor(const Op &op) {
+  const Block &body = *op.regions[0];
+  DType ivType = body.args[0]->type.dtype;
+  std::string lb = val(op.operand(0)).regs[0], ub = val(op.operand(1)).regs[0],
+              step = val(op.operand(2)).regs[0];
+  std::vector<TVal> carried;
+  for (size_t k = 3; k < op.operands.size(); ++k)
+    carried.push_back(copyInto(*this, val(op.operand(k)), op.operand(k)->type.dtype));
+  std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
+  std::string top = b.newLabel("for"), end = b.newLabel("for_end");
+  b.label(top);
+  std::string s = isUnsigned(ivType) ? (dtypeBits(ivType) == 64 ? ".u64" : ".u32")
+                                     : (dtypeBits(ivType) == 64 ? ".s64" : ".s32");
+  int sign = 0; // the step's sign, when it is a constant
+  if (const Op *def = op.operand(2)->def; def && def->kind == OpKind::Constant)
+    sign = def->intAttr("value") > 0 ? 1 : -1;
+  std::string go;
+  if (sign > 0) {
+    go = opReg("setp.lt" + s, RegClass::Pred, {iv, ub});
+  } else if (sign < 0) {
+    go = opReg("setp.gt" + s, RegClass::Pred, {iv, ub});
+  } else {
+    std::string up = opReg("setp.lt" + s, RegClass::Pred, {iv, ub});
+    std::string down = opReg("setp.gt" + s, RegClass::Pred, {iv, ub});
+    std::string positive = opReg("setp.gt" + s, RegClass::Pred, {step, "0"});
+    go = select(DType::I1, positive, up, down);
+  }
+  b.emit("@!" + go + " bra " + end);
+  bind(body.args[0].get(), TVal{nullptr, {iv}});
+  for (size_t k = 0; k < carried.size(); ++k)
+    bind(body.args[k + 1].get(), carried[k]);
+  lowerBlock(body);
+  parallelMove(*this, carried, operandsFrom(*body.terminator(), 0));
+  b.emit(std::string("add") + s + " " + iv + ", " + iv + ", " + step);
+  b.emit("bra.uni " + top);
+  b.label(end);
+  for (size_t k = 0; k < carried.size(); ++k)
+    bind(op.result((int)k), carried[k]);
+}
+
+void Lowering::lowerIf(const Op &op) {
+  std::string cond = val(op.operand(0)).regs[0];
+  std::string otherwise = b.newLabel("else"), end = b.newLabel("endif");
+  b.emit("@!" + cond + " bra " + otherwise);
+  lowerBlock(*op.regions[0]);
+  const Op &thenYield = *op.regions[0]->terminator();
+  std::vector<TVal> results;
+  for (size_t k = 0; k < thenYield.operands.size(); ++k) {
+    const TVal &v = val(thenYield.operand(k));
+    TVal r{v.layout, {}};
+    for (size_t j = 0; j < v.regs.size(); ++j)
+      r.regs.push_back(newReg(thenYield.operand(k)->type.dtype));
+    results.push_back(r);
+  }
+  parallelMove(*this, results, operandsFrom(thenYield, 0));
+  b.emit("bra.uni " + end);
+  b.label(otherwise);
+  lowerBlock(*op.regions[1]);
+  parallelMove(*this, results, operandsFrom(*op.regions[1]->terminator(), 0));
+  b.label(end);
+  for (size_t k = 0; k < results.size(); ++k)
+    bind(op.result((int)k), results[k]);
+}
+
+void Lowering::lowerWhile(const Op &op) {
+  const Block &before = *op.regions[0], &after = *op.regions[1];
+  std::vector<TVal> carried;
+  for (size_t k = 0; k < op.operands.size(); ++k)
+    carried.push_back(copyInto(*this, val(op.operand(k)), op.operand(k)->type.dtype));
+  std::string top = b.newLabel("while"), end = b.newLabel("while_end");
+  b.label(top);
+  for (size_t k = 0; k < carried.size(); ++k)
+    bind(before.args[k].get(), carried[k]);
+  lowerBlock(before);
+  const Op &cond = *before.terminator();
+  std::vector<TVal> forwarded;
+  for (size_t k = 1; k < cond.operands.size(); ++k) {
+    const TVal &v = val(cond.operand(k));
+    TVal r{v.layout, {}};
+    for (size_t j = 0; j < v.regs.size(); ++j)
+      r.regs.push_back(newReg(cond.operand(k)->type.dtype));
+    forwarded.push_back(r);
+  }
+  parallelMove(*this, forwarded, operandsFrom(cond, 1));
+  b.emit("@!" + val(cond.operand(0)).regs[0] + " bra " + end);
+  for (size_t k = 0; k < forwarded.size(); ++k)
+    bind(after.args[k].get(), forwarded[k]);
+  lowerBlock(after);
+  parallelMove(*this, carried, operandsFrom(*after.terminator(), 0));
+  b.emit("bra.uni " + top);
+  b.label(end);
+  for (size_t k = 0; k < forwarded.size(); ++k)
+    bind(op.result((int)k), forwarded[k]);
+}
+
+// --- printf
+
+namespace {
+
+std::string byteList(const std::string &s) {
+  std::string out;
+  for (unsigned char c : s)
+    out += std::to_string(c) + ", ";
+  return out + "0";
+}
+
+} // namespace
+
+// Calls vprintf with a format string and 8-byte arguments.
+static void emitPrintf(Lowering &L, const std::string &format,
+                       const std::vector<std::pair<std::string, RegClass>> &args,
+                       const std::string &pred) {
+  static const char *kDecl =
+      ".extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
+      "\t.param .b64 vprintf_param_1\n);\n";
+  std::string &state = L.printState;
+  if (state.empty()) {
+    L.b.global(kDecl);
+    L.b.emitPrologue(".local .align 8 .b8 tilec_printf_buf[256]");
+    state = "declared";
+  }
+  std::string name = "tilec_fmt_" + std::to_string(++L.printStrings);
+  L.b.global(".global .align 1 .b8 " + name + "[" + std::to_string(format.size() + 1) + "] = {" +
+             byteList(format) + "};");
+  std::string skip = L.b.newLabel("print_skip");
+  if (!pred.empty())
+    L.b.emit("@!" + pred + " bra " + skip);
+  std::string buf = L.opReg("mov.u64", RegClass::B64, {"tilec_printf_buf"});
+  for (size_t k = 0; k < args.size(); ++k) {
+    auto [r, rc] = args[k];
+    std::string slot = "[tilec_printf_buf+" + std::to_string(8 * k) + "]";
+    L.b.emit(std::string(rc == RegClass::F64 ? "st.local.f64 " : "st.local.b64 ") + slot + ", " + r);
+  }
+  std::string fmt = L.opReg("mov.u64", RegClass::B64, {name});
+  fmt = L.opReg("cvta.global.u64", RegClass::B64, {fmt});
+  std::string gbuf = L.opReg("cvta.local.u64", RegClass::B64, {buf});
+  L.b.emit("{\n\t.param .b64 p0;\n\tst.param.b64 [p0], " + fmt +
+           ";\n\t.param .b64 p1;\n\tst.param.b64 [p1], " + gbuf +
+           ";\n\t.param .b32 rv;\n\tcall.uni (rv), vprintf, (p0, p1);\n\t}");
+  L.b.label(skip);
+}
+
+void Lowering::lowerPrint(const Op &op) {
+  std::string prefix = op.strAttr("prefix");
+  bool hex = op.intAttr("hex") != 0;
+  std::vector<std::string> pid;
+  for (const char *axis : {"x", "y", "z"})
+    pid.push_back(opReg("cvt.u64.u32", RegClass::B64,
+                        {opReg("mov.u32", RegClass::B32, {std::string("%ctaid.") + axis})}));
+  for (size_t a = 0; a < op.operands.size(); ++a) {
+    const Type &t = op.operand(a)->type;
+    const TVal &v = val(op.operand(a));
+    std::string fmt = "pid (%lld, %lld, %lld) idx (%lld) " + prefix +
+                      (op.operands.size() > 1 ? "(operand " + std::to_string(a) + ")" : "") +
+                      ": " + (isFloat(t.dtype) ? "%g" : hex ? "0x%llx" : "%lld") + "\n";
+    std::string owner = v.isTensor() ? ownerPredicate(v.layout)
+                                     : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
+    for (size_t r = 0; r < v.regs.size(); ++r) {
+      std::string idx = opReg("mov.u64", RegClass::B64, {"0"});
+      if (v.isTensor()) {
+        int64_t stride = 1;
+        for (int d = v.layout->rank() - 1; d >= 0; --d) {
+          std::string c = opReg("cvt.u64.u32", RegClass::B64, {elementCoord(v.layout, d, (int)r)});
+          idx = opReg("mad.lo.u64", RegClass::B64, {c, imm(stride), idx});
+          stride *= v.layout->shape[d];
+        }
+      }
+      std::string e = isFloat(t.dtype) ? castScalar(v.regs[r], t.dtype, DType::F64, false)
+                                       : castScalar(v.regs[r], t.dtype, DType::I64, false);
+      RegClass rc = isFloat(t.dtype) ? RegClass::F64 : RegClass::B64;
+      emitPrintf(*this, fmt,
+                 {{pid[0], RegClass::B64}, {pid[1], RegClass::B64}, {pid[2], RegClass::B64},
+                  {idx, RegClass::B64}, {e, rc}},
+                 owner);
+    }
+  }
+}
+
+void Lowering::lowerAssert(const Op &op) {
+  if (!opts.debug)
+    return; // as in Triton: device asserts are checked only in debug mode
+  const TVal &c = val(op.operand(0));
+  std::string text = op.strAttr("message");
+  std::string where = op.loc.source ? op.loc.source->filename + ":" + std::to_string(op.loc.fileLine())
+                                    : std::string("<kernel>");
+  std::string fmt = where + ": device assertion failed in program (%lld, %lld, %lld)" +
+                    (text.empty() ? "" : ": " + text) + "\n";
+  std::vector<std::pair<std::string, RegClass>> pid;
+  for (const char *axis : {"x", "y", "z"})
+    pid.push_back({opReg("cvt.u64.u32", RegClass::B64,
+                         {opReg("mov.u32", RegClass::B32, {std::string("%ctaid.") + axis})}),
+                   RegClass::B64});
+  for (const std::string &r : c.regs) {
+    std::string failed = opReg("not.pred", RegClass::Pred, {r});
+    emitPrintf(*this, fmt, pid, failed);
+    b.emit("@" + failed + " trap");
+  }
+}
+
+} // namespace tilec::nvidia

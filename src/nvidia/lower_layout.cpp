@@ -1,0 +1,298 @@
+// Where elements live: thread coordinates, shared-memory addresses, layout
+// conversions, and the ops that only change a tensor's shape.
+#include <algorithm>
+
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int d = (int)shape.size() - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+int64_t flatOf(const Coords &c, const std::vector<int64_t> &strides) {
+  int64_t f = 0;
+  for (size_t d = 0; d < c.size(); ++d)
+    f += c[d] * strides[d];
+  return f;
+}
+
+int storageBytes(DType d) {
+  switch (regClassOf(d)) {
+  case RegClass::Pred:
+    return 1;
+  case RegClass::B16:
+    return 2;
+  case RegClass::B32:
+  case RegClass::F32:
+    return 4;
+  case RegClass::B64:
+  case RegClass::F64:
+    return 8;
+  }
+  return 4;
+}
+
+} // namespace
+
+std::string Lowering::threadCoord(const LinearLayout *l, int dim) {
+  auto key = std::make_pair(l, dim);
+  auto it = threadCoords_.find(key);
+  if (it != threadCoords_.end())
+    return it->second;
+  std::string acc = b.reg(RegClass::B32);
+  b.emitPrologue("mov.u32 " + acc + ", 0");
+  auto add = [&](const std::vector<Coords> &bases, const std::string &index) {
+    for (size_t bit = 0; bit < bases.size(); ++bit) {
+      int64_t v = bases[bit][dim];
+      if (!v)
+        continue;
+      std::string t = b.reg(RegClass::B32);
+      b.emitPrologue("bfe.u32 " + t + ", " + index + ", " + imm(bit) + ", 1");
+      b.emitPrologue("mul.lo.u32 " + t + ", " + t + ", " + imm(v));
+      b.emitPrologue("xor.b32 " + acc + ", " + acc + ", " + t);
+    }
+  };
+  add(l->lanes, lane);
+  add(l->warps, warp);
+  threadCoords_[key] = acc;
+  return acc;
+}
+
+std::string Lowering::elementCoord(const LinearLayout *l, int dim, int r) {
+  std::string base = threadCoord(l, dim);
+  int64_t c = l->regCoords(r)[dim];
+  if (!c)
+    return base;
+  return opReg("xor.b32", RegClass::B32, {base, imm(c)});
+}
+
+std::string Lowering::ownerPredicate(const LinearLayout *l) {
+  auto it = owners_.find(l);
+  if (it != owners_.end())
+    return it->second;
+  unsigned laneMask = l->replicatedLaneMask(), warpMask = l->replicatedWarpMask();
+  std::string p;
+  if (laneMask || warpMask) {
+    std::string t = b.reg(RegClass::B32), w = b.reg(RegClass::B32);
+    p = b.reg(RegClass::Pred);
+    b.emitPrologue("and.b32 " + t + ", " + lane + ", " + imm(laneMask));
+    b.emitPrologue("and.b32 " + w + ", " + warp + ", " + imm(warpMask));
+    b.emitPrologue("or.b32 " + t + ", " + t + ", " + w);
+    b.emitPrologue("setp.eq.u32 " + p + ", " + t + ", 0");
+  }
+  owners_[l] = p;
+  return p;
+}
+
+std::string Lowering::sharedBase() {
+  if (sharedBase_.empty()) {
+    sharedBase_ = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + sharedBase_ + ", tilec_smem");
+  }
+  return sharedBase_;
+}
+
+void Lowering::needShared(int64_t bytes) {
+  sharedBase();
+  sharedBytes_ = std::max(sharedBytes_, bytes);
+}
+
+void Lowering::barrier() { b.emit("bar.sync 0"); }
+
+// The address of register r's element in a row-major copy of the tensor
+// whose dim d has stride strides[d] (0 for a broadcast dim).
+SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
+                                   const std::vector<int64_t> &strides, int bytes,
+                                   int64_t start) {
+  Lowering &L = *this;
+  auto &cache = sharedThreadAddrs_;
+  // This thread's part of the flat index, computed once per layout and strides.
+  std::string key = l->str() + "/" + std::to_string(bytes);
+  for (int64_t s : strides)
+    key += "," + std::to_string(s);
+  int64_t threadBits = 0;
+  for (const Coords &c : l->lanes)
+    threadBits |= flatOf(c, strides);
+  for (const Coords &c : l->warps)
+    threadBits |= flatOf(c, strides);
+  auto it = cache.find(key);
+  std::string threadAddr;
+  if (it != cache.end()) {
+    threadAddr = it->second;
+  } else {
+    std::string flat = L.b.reg(RegClass::B32);
+    L.b.emitPrologue("mov.u32 " + flat + ", 0");
+    for (int d = 0; d < l->rank(); ++d) {
+      if (!strides[d])
+        continue;
+      std::string t = L.b.reg(RegClass::B32);
+      L.b.emitPrologue("mul.lo.u32 " + t + ", " + L.threadCoord(l, d) + ", " + imm(strides[d]));
+      L.b.emitPrologue("xor.b32 " + flat + ", " + flat + ", " + t);
+    }
+    threadAddr = L.b.reg(RegClass::B32);
+    L.b.emitPrologue("mad.lo.u32 " + threadAddr + ", " + flat + ", " + imm(bytes) + ", " +
+                     L.sharedBase());
+    cache[key] = threadAddr;
+  }
+  int64_t regFlat = flatOf(l->regCoords(r), strides);
+  if ((regFlat & threadBits) == 0)
+    return SharedAddr{threadAddr, regFlat * bytes + start};
+  // Register and thread bits overlap (a swizzled layout): combine at run time.
+  std::string base = L.sharedBase();
+  std::string flat = L.opReg("sub.u32", RegClass::B32, {threadAddr, base});
+  flat = L.opReg("shr.u32", RegClass::B32, {flat, imm(__builtin_ctz(bytes))});
+  flat = L.opReg("xor.b32", RegClass::B32, {flat, imm(regFlat)});
+  std::string addr = L.opReg("mad.lo.u32", RegClass::B32, {flat, imm(bytes), base});
+  return SharedAddr{addr, start};
+}
+
+SharedAddr Lowering::sharedElement(const LinearLayout *l, int r, int bytes, int64_t start) {
+  return sharedAddress(l, r, rowMajorStrides(l->shape), bytes, start);
+}
+
+void Lowering::storeShared(const SharedAddr &a, DType d, const std::string &v) {
+  switch (regClassOf(d)) {
+  case RegClass::Pred: {
+    std::string t = opReg("selp.u32", RegClass::B32, {"1", "0", v});
+    b.emit("st.shared.u8 " + a.str() + ", " + t);
+    return;
+  }
+  case RegClass::B16:
+    b.emit("st.shared.b16 " + a.str() + ", " + v);
+    return;
+  case RegClass::B32:
+    b.emit("st.shared.b32 " + a.str() + ", " + v);
+    return;
+  case RegClass::B64:
+    b.emit("st.shared.b64 " + a.str() + ", " + v);
+    return;
+  case RegClass::F32:
+    b.emit("st.shared.f32 " + a.str() + ", " + v);
+    return;
+  case RegClass::F64:
+    b.emit("st.shared.f64 " + a.str() + ", " + v);
+    return;
+  }
+}
+
+std::string Lowering::loadShared(const SharedAddr &a, DType d) {
+  switch (regClassOf(d)) {
+  case RegClass::Pred: {
+    std::string t = opReg("ld.shared.u8", RegClass::B32, {a.str()});
+    return opReg("setp.ne.u32", RegClass::Pred, {t, "0"});
+  }
+  case RegClass::B16:
+    return op1("ld.shared.b16", d, a.str());
+  case RegClass::B32:
+    return op1("ld.shared.b32", d, a.str());
+  case RegClass::B64:
+    return op1("ld.shared.b64", d, a.str());
+  case RegClass::F32:
+    return op1("ld.shared.f32", d, a.str());
+  case RegClass::F64:
+    return op1("ld.shared.f64", d, a.str());
+  }
+  return "";
+}
+
+TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
+  if (!v.isTensor())
+    return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0])};
+  if (v.layout == to || *v.layout == *to)
+    return TVal{to, v.regs};
+  std::vector<int> map = registerOnlyConversion(*v.layout, *to);
+  if (!map.empty()) {
+    TVal out{to, {}};
+    for (int r : map)
+      out.regs.push_back(v.regs[r]);
+    return out;
+  }
+  // Through shared memory: every thread writes what it holds, then reads
+  // what it needs. Size-1 dims of the source are read at index 0.
+  int bytes = storageBytes(d);
+  const LinearLayout *from = v.layout;
+  int64_t numel = 1;
+  for (int64_t s : from->shape)
+    numel *= s;
+  needShared(numel * bytes);
+  b.comment("convert " + from->str() + " -> " + to->str());
+  barrier();
+  std::vector<int64_t> strides = rowMajorStrides(from->shape);
+  for (int r = 0; r < from->numRegs(); ++r) {
+    SharedAddr a = sharedAddress(from, r, strides, bytes, 0);
+    storeShared(a, d, v.regs[r]);
+  }
+  barrier();
+  std::vector<int64_t> readStrides = strides;
+  for (int dim = 0; dim < from->rank(); ++dim)
+    if (from->shape[dim] == 1)
+      readStrides[dim] = 0;
+  TVal out{to, {}};
+  for (int r = 0; r < to->numRegs(); ++r)
+    out.regs.push_back(loadShared(sharedAddress(to, r, readStrides, bytes, 0), d));
+  return out;
+}
+
+void Lowering::lowerShape(const Op &op) {
+  const Type &t = op.result()->type;
+  switch (op.kind) {
+  case OpKind::MakeRange: {
+    const LinearLayout *l = defaultLayout(t.shape);
+    int64_t start = op.intAttr("start");
+    TVal out{l, {}};
+    for (int r = 0; r < l->numRegs(); ++r) {
+      std::string c = elementCoord(l, 0, r);
+      out.regs.push_back(start ? opReg("add.s32", RegClass::B32, {c, imm(start)}) : c);
+    }
+    bind(op.result(), out);
+    return;
+  }
+  case OpKind::Splat:
+    bind(op.result(), convert(val(op.operand(0)), t.dtype, defaultLayout(t.shape)));
+    return;
+  case OpKind::Broadcast: {
+    const TVal &src = val(op.operand(0));
+    const LinearLayout *to = defaultLayout(t.shape);
+    if (src.isTensor() && src.layout->shape == t.shape) {
+      bind(op.result(), src);
+      return;
+    }
+    bind(op.result(), convert(src, t.dtype, to));
+    return;
+  }
+  case OpKind::ExpandDims: {
+    const TVal &src = val(op.operand(0));
+    if (!src.isTensor()) {
+      bind(op.result(), convert(src, t.dtype, defaultLayout(t.shape)));
+      return;
+    }
+    int axis = (int)op.intAttr("axis");
+    bind(op.result(), TVal{intern(expandDimsLayout(*src.layout, axis)), src.regs});
+    return;
+  }
+  case OpKind::Reshape: {
+    const TVal &src = val(op.operand(0));
+    if (!src.isTensor()) {
+      bind(op.result(), convert(src, t.dtype, defaultLayout(t.shape)));
+      return;
+    }
+    bind(op.result(), TVal{intern(reshapeLayout(*src.layout, t.shape)), src.regs});
+    return;
+  }
+  case OpKind::Trans: {
+    const TVal &src = val(op.operand(0));
+    bind(op.result(), TVal{intern(transLayout(*src.layout, op.intsAttr("order"))), src.regs});
+    return;
+  }
+  default:
+    TILEC_ASSERT(false, "lowerShape got a non-shape op");
+  }
+}
+
+} // namespace tilec::nvidia

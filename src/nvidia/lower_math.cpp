@@ -1,0 +1,241 @@
+// f32 math functions as PTX sequences: the hardware's approximate exp2 and
+// rsqrt where they are accurate enough, and argument reduction plus series
+// elsewhere, so results stay within a few ulp without libdevice.
+#include <cmath>
+
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+struct F32 {
+  Lowering &L;
+  std::string op(const std::string &instr, std::vector<std::string> srcs) {
+    return L.opReg(instr, RegClass::F32, srcs);
+  }
+  std::string k(double v) { return immF32(v); }
+  std::string mul(const std::string &a, const std::string &b) { return op("mul.rn.f32", {a, b}); }
+  std::string add(const std::string &a, const std::string &b) { return op("add.rn.f32", {a, b}); }
+  std::string sub(const std::string &a, const std::string &b) { return op("sub.rn.f32", {a, b}); }
+  std::string fma(const std::string &a, const std::string &b, const std::string &c) {
+    return op("fma.rn.f32", {a, b, c});
+  }
+  std::string div(const std::string &a, const std::string &b) { return op("div.rn.f32", {a, b}); }
+  // c[0] + c[1] x + c[2] x^2 + ..., by Horner.
+  std::string poly(const std::string &x, const std::vector<double> &c) {
+    std::string acc = op("mov.f32", {k(c.back())});
+    for (int i = (int)c.size() - 2; i >= 0; --i)
+      acc = fma(acc, x, k(c[i]));
+    return acc;
+  }
+  std::string pred(const std::string &instr, const std::string &a, const std::string &b) {
+    return L.opReg(instr, RegClass::Pred, {a, b});
+  }
+  std::string sel(const std::string &p, const std::string &a, const std::string &b) {
+    return op("selp.f32", {a, b, p});
+  }
+};
+
+// Taylor coefficients of sin(r)/r and cos(r) in r^2, enough for |r| <= pi/4.
+const std::vector<double> kSin = {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880,
+                                  -1.0 / 39916800};
+const std::vector<double> kCos = {1.0, -0.5, 1.0 / 24, -1.0 / 720, 1.0 / 40320,
+                                  -1.0 / 3628800, 1.0 / 479001600};
+
+} // namespace
+
+// log(x) = e*ln2 + 2 atanh(s), s = (m-1)/(m+1), m in [sqrt(1/2), sqrt(2)).
+static std::string logF32(Lowering &L, const std::string &x) {
+  F32 f{L};
+  std::string bits = L.opReg("mov.b32", RegClass::B32, {x});
+  // Subnormals: scale up by 2^23 first.
+  std::string tiny = f.pred("setp.lt.f32", x, f.k(1.17549435e-38));
+  std::string scaled = f.mul(x, f.k(8388608.0));
+  std::string xs = f.sel(tiny, scaled, x);
+  bits = L.opReg("mov.b32", RegClass::B32, {xs});
+  // Exponent relative to sqrt(1/2): m in [0.7071, 1.4142).
+  std::string shifted = L.opReg("sub.s32", RegClass::B32, {bits, "0x3F3504F3"});
+  std::string e = L.opReg("shr.s32", RegClass::B32, {shifted, "23"});
+  std::string mbits = L.opReg("shl.b32", RegClass::B32, {e, "23"});
+  mbits = L.opReg("sub.s32", RegClass::B32, {bits, mbits});
+  std::string m = L.opReg("mov.b32", RegClass::F32, {mbits});
+  std::string ef = L.opReg("cvt.rn.f32.s32", RegClass::F32, {e});
+  ef = f.sub(ef, f.sel(tiny, f.k(23.0), f.k(0.0)));
+  std::string s = f.div(f.sub(m, f.k(1.0)), f.add(m, f.k(1.0)));
+  std::string s2 = f.mul(s, s);
+  std::string p = f.poly(s2, {2.0, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11});
+  std::string logm = f.mul(s, p);
+  std::string r = f.fma(ef, f.k(0.693145751953125), logm); // ln2, high part
+  r = f.fma(ef, f.k(1.4286068203094172e-06), r);           // ln2, low part
+  // log(0) = -inf, log(<0) = nan, log(inf) = inf, log(nan) = nan
+  std::string special = f.op("lg2.approx.f32", {x});
+  std::string ordinary = L.opReg("setp.gt.f32", RegClass::Pred, {x, f.k(0.0)});
+  std::string finite = L.opReg("setp.lt.f32", RegClass::Pred, {x, f.k(INFINITY)});
+  ordinary = L.opReg("and.pred", RegClass::Pred, {ordinary, finite});
+  return f.sel(ordinary, r, special);
+}
+
+// exp(x) as 2^(x log2 e), with the product split to keep its rounding error small.
+static std::string expF32(Lowering &L, const std::string &x) {
+  F32 f{L};
+  std::string t = f.mul(x, f.k(1.4426950408889634));
+  std::string n = f.op("cvt.rni.f32.f32", {t});
+  // r = x*log2e - n, computed as fma(x, hi, -n) + x*lo
+  std::string r = f.fma(x, f.k(1.4426950408889634), f.op("neg.f32", {n}));
+  r = f.fma(x, f.k(1.925963033500011e-08), r);
+  std::string fr = f.op("ex2.approx.f32", {r});
+  std::string big = f.op("ex2.approx.f32", {n});
+  std::string res = f.mul(fr, big);
+  // n may overflow 2^n alone while the product is finite: split it
+  std::string half = f.mul(n, f.k(0.5));
+  std::string h = f.op("cvt.rmi.f32.f32", {half});
+  std::string e1 = f.op("ex2.approx.f32", {h});
+  std::string e2 = f.op("ex2.approx.f32", {f.sub(n, h)});
+  std::string split = f.mul(f.mul(fr, e1), e2);
+  std::string wide = L.opReg("setp.gt.f32", RegClass::Pred, {f.op("abs.f32", {n}), f.k(125.0)});
+  return f.sel(wide, split, res);
+}
+
+// sin or cos: reduce to r in [-pi/4, pi/4] and quadrant q, then a series.
+static std::string sinCosF32(Lowering &L, const std::string &x, bool cosine) {
+  F32 f{L};
+  std::string q = f.op("cvt.rni.f32.f32", {f.mul(x, f.k(0.6366197723675814))});
+  // r = x - q*pi/2 in three parts (Cody and Waite)
+  std::string r = f.fma(q, f.k(-1.5703125), x);
+  r = f.fma(q, f.k(-4.837512969970703e-04), r);
+  r = f.fma(q, f.k(-7.549789948768648e-08), r);
+  std::string r2 = f.mul(r, r);
+  std::string s = f.mul(r, f.poly(r2, kSin));
+  std::string c = f.poly(r2, kCos);
+  std::string qi = L.opReg("cvt.rzi.s32.f32", RegClass::B32, {q});
+  if (cosine)
+    qi = L.opReg("add.s32", RegClass::B32, {qi, "1"});
+  std::string odd = L.opReg("and.b32", RegClass::B32, {qi, "1"});
+  std::string useCos = L.opReg("setp.ne.u32", RegClass::Pred, {odd, "0"});
+  std::string v = f.sel(useCos, c, s);
+  std::string neg = L.opReg("and.b32", RegClass::B32, {qi, "2"});
+  std::string flip = L.opReg("setp.ne.u32", RegClass::Pred, {neg, "0"});
+  return f.sel(flip, f.op("neg.f32", {v}), v);
+}
+
+// erf: a series for |x| < 1, Abramowitz and Stegun 7.1.26 above.
+static std::string erfF32(Lowering &L, const std::string &x) {
+  F32 f{L};
+  std::string ax = f.op("abs.f32", {x});
+  std::string x2 = f.mul(x, x);
+  std::vector<double> series;
+  double fact = 1;
+  for (int n = 0; n < 12; ++n) {
+    if (n)
+      fact *= n;
+    series.push_back((n % 2 ? -1.0 : 1.0) * 2 / std::sqrt(M_PI) / (fact * (2 * n + 1)));
+  }
+  std::string small = f.mul(x, f.poly(x2, series));
+  std::string t = f.div(f.k(1.0), f.fma(ax, f.k(0.3275911), f.k(1.0)));
+  std::string p = f.mul(t, f.poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027,
+                                      1.061405429}));
+  std::string e = expF32(L, f.op("neg.f32", {x2}));
+  std::string large = f.sub(f.k(1.0), f.mul(p, e));
+  std::string neg = f.pred("setp.lt.f32", x, f.k(0.0));
+  large = f.sel(neg, f.op("neg.f32", {large}), large);
+  std::string isSmall = f.pred("setp.lt.f32", ax, f.k(1.0));
+  return f.sel(isSmall, small, large);
+}
+
+// tanh: a series near 0, 1 - 2/(e^2x + 1) elsewhere.
+static std::string tanhF32(Lowering &L, const std::string &x) {
+  F32 f{L};
+  std::string ax = f.op("abs.f32", {x});
+  std::string x2 = f.mul(x, x);
+  std::string small = f.mul(
+      x, f.poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925}));
+  std::string e = expF32(L, f.mul(ax, f.k(2.0)));
+  std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
+  std::string neg = f.pred("setp.lt.f32", x, f.k(0.0));
+  large = f.sel(neg, f.op("neg.f32", {large}), large);
+  std::string isSmall = f.pred("setp.lt.f32", ax, f.k(0.3));
+  return f.sel(isSmall, small, large);
+}
+
+std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
+  F32 f{*this};
+  switch (kind) {
+  case OpKind::Neg:
+    return f.op("neg.f32", {x});
+  case OpKind::Abs:
+    return f.op("abs.f32", {x});
+  case OpKind::Exp:
+    return expF32(*this, x);
+  case OpKind::Exp2:
+    return f.op("ex2.approx.f32", {x});
+  case OpKind::Log:
+    return logF32(*this, x);
+  case OpKind::Log2:
+    return f.mul(logF32(*this, x), f.k(1.4426950408889634));
+  case OpKind::Sqrt:
+    return f.op("sqrt.rn.f32", {x});
+  case OpKind::Rsqrt:
+    return f.op("rsqrt.approx.f32", {x});
+  case OpKind::Sin:
+    return sinCosF32(*this, x, false);
+  case OpKind::Cos:
+    return sinCosF32(*this, x, true);
+  case OpKind::Tanh:
+    return tanhF32(*this, x);
+  case OpKind::Floor:
+    return f.op("cvt.rmi.f32.f32", {x});
+  case OpKind::Ceil:
+    return f.op("cvt.rpi.f32.f32", {x});
+  case OpKind::Erf:
+    return erfF32(*this, x);
+  default:
+    unsupported(op, std::string("'") + op.info().mnemonic + "' on floats");
+  }
+}
+
+std::string Lowering::powF32(const std::string &x, const std::string &y) {
+  F32 f{*this};
+  std::string ax = f.op("abs.f32", {x});
+  std::string r = expF32(*this, f.mul(y, logF32(*this, ax)));
+  // x < 0: defined for integer y, negative for odd y
+  std::string yi = f.op("cvt.rzi.f32.f32", {y});
+  std::string isInt = f.pred("setp.eq.f32", yi, y);
+  std::string half = f.mul(y, f.k(0.5));
+  std::string odd = f.pred("setp.ne.f32", f.op("cvt.rzi.f32.f32", {half}), half);
+  std::string negX = f.pred("setp.lt.f32", x, f.k(0.0));
+  std::string negR = f.sel(odd, f.op("neg.f32", {r}), r);
+  std::string forNeg = f.sel(isInt, negR, f.k(NAN));
+  r = f.sel(negX, forNeg, r);
+  std::string yZero = f.pred("setp.eq.f32", y, f.k(0.0));
+  return f.sel(yZero, f.k(1.0), r);
+}
+
+std::string Lowering::atan2F32(const std::string &y, const std::string &x) {
+  F32 f{*this};
+  std::string ax = f.op("abs.f32", {x}), ay = f.op("abs.f32", {y});
+  std::string hi = f.op("max.f32", {ax, ay}), lo = f.op("min.f32", {ax, ay});
+  std::string t = f.div(lo, hi); // in [0, 1]
+  // atan(t) = pi/4 + atan((t-1)/(t+1)) above tan(pi/8)
+  std::string upper = f.pred("setp.gt.f32", t, f.k(0.41421356237309503));
+  std::string tr = f.sel(upper, f.div(f.sub(t, f.k(1.0)), f.add(t, f.k(1.0))), t);
+  std::vector<double> series;
+  for (int n = 0; n < 11; ++n)
+    series.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
+  std::string a = f.mul(tr, f.poly(f.mul(tr, tr), series));
+  a = f.sel(upper, f.add(a, f.k(M_PI / 4)), a);
+  std::string swap = f.pred("setp.gt.f32", ay, ax);
+  a = f.sel(swap, f.sub(f.k(M_PI / 2), a), a);
+  std::string left = f.pred("setp.lt.f32", x, f.k(0.0));
+  a = f.sel(left, f.sub(f.k(M_PI), a), a);
+  std::string bothZero = f.pred("setp.eq.f32", hi, f.k(0.0));
+  a = f.sel(bothZero, f.sel(left, f.k(M_PI), f.k(0.0)), a);
+  // the sign of y (copysign keeps -0)
+  std::string ybits = opReg("mov.b32", RegClass::B32, {y});
+  std::string sign = opReg("and.b32", RegClass::B32, {ybits, "0x80000000"});
+  std::string abits = opReg("mov.b32", RegClass::B32, {a});
+  abits = opReg("or.b32", RegClass::B32, {abits, sign});
+  return opReg("mov.b32", RegClass::F32, {abits});
+}
+
+} // namespace tilec::nvidia

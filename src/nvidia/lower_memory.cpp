@@ -1,0 +1,344 @@
+// Global memory: loads and stores of tensors of addresses, vectorized to 16
+// bytes where axis info proves the addresses contiguous and aligned and the
+// mask constant, and block pointers lowered to addresses and masks.
+#include <algorithm>
+#include <cmath>
+
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+// How many leading registers hold consecutive elements of the last dim.
+int contiguousRegisters(const LinearLayout &l) {
+  int last = l.rank() - 1, k = 0;
+  while (k < (int)l.regs.size()) {
+    Coords want(l.rank(), 0);
+    want[last] = int64_t{1} << k;
+    if (l.regs[k] != want)
+      break;
+    ++k;
+  }
+  return 1 << k;
+}
+
+int floorPow2(int64_t v) {
+  int p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  return p;
+}
+
+const char *memType(DType d) {
+  switch (d) {
+  case DType::I1:
+  case DType::U8:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return ".u8";
+  case DType::I8:
+    return ".s8";
+  case DType::I16:
+    return ".s16";
+  case DType::U16:
+    return ".u16";
+  case DType::F16:
+  case DType::BF16:
+    return ".b16";
+  case DType::F32:
+    return ".f32";
+  case DType::F64:
+    return ".f64";
+  case DType::I64:
+  case DType::U64:
+  case DType::Ptr:
+    return ".b64";
+  default:
+    return ".b32";
+  }
+}
+
+std::string vecSuffix(int n) { return n == 1 ? "" : ".v" + std::to_string(n); }
+
+std::string braced(const std::vector<std::string> &regs) {
+  if (regs.size() == 1)
+    return regs[0];
+  std::string s = "{";
+  for (size_t k = 0; k < regs.size(); ++k)
+    s += (k ? ", " : "") + regs[k];
+  return s + "}";
+}
+
+} // namespace
+
+static int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d,
+                       const Value *mask) {
+  if (!ptr.isTensor())
+    return 1;
+  int bytes = dtypeBytes(d);
+  int last = ptr.layout->rank() - 1;
+  AxisInfo info = axisInfoOf(L.axisInfo, ptrValue);
+  int64_t w = std::min<int64_t>(contiguousRegisters(*ptr.layout), 16 / bytes);
+  w = std::min(w, info.contiguity[last]);
+  w = std::min(w, std::max<int64_t>(1, info.divisibility[last] / bytes));
+  if (mask)
+    w = std::min(w, axisInfoOf(L.axisInfo, mask).constancy[last]);
+  int width = floorPow2(std::max<int64_t>(1, w));
+  if (bytes < 4 && width * bytes < 4)
+    return 1;
+  return width;
+}
+
+// Unpacks 32-bit words into `n` elements of a type narrower than 4 bytes.
+static std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words,
+                                            DType d) {
+  std::vector<std::string> out;
+  int bytes = dtypeBytes(d);
+  for (const std::string &w : words) {
+    if (bytes == 2) {
+      std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
+      L.b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+      for (const std::string &h : {lo, hi})
+        out.push_back(regClassOf(d) == RegClass::B16
+                          ? h
+                          : L.opReg(isUnsigned(d) ? "cvt.u32.u16" : "cvt.s32.s16",
+                                    RegClass::B32, {h}));
+      continue;
+    }
+    for (int k = 0; k < 4; ++k) {
+      bool sign = d == DType::I8;
+      std::string e = L.opReg(sign ? "bfe.s32" : "bfe.u32", RegClass::B32,
+                              {w, imm(8 * k), "8"});
+      if (d == DType::I1)
+        e = L.opReg("setp.ne.u32", RegClass::Pred, {e, "0"});
+      else if (regClassOf(d) == RegClass::B16)
+        e = L.opReg("cvt.u16.u32", RegClass::B16, {e});
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+// Packs elements narrower than 4 bytes into 32-bit words.
+static std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems,
+                                          DType d) {
+  std::vector<std::string> words;
+  int bytes = dtypeBytes(d), per = 4 / bytes;
+  for (size_t k = 0; k < elems.size(); k += per) {
+    if (bytes == 2) {
+      std::string lo = elems[k], hi = elems[k + 1];
+      if (regClassOf(d) == RegClass::B32) {
+        lo = L.opReg("cvt.u16.u32", RegClass::B16, {lo});
+        hi = L.opReg("cvt.u16.u32", RegClass::B16, {hi});
+      }
+      words.push_back(L.opReg("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
+      continue;
+    }
+    std::string w;
+    for (int j = 0; j < 4; ++j) {
+      std::string e = elems[k + j];
+      if (d == DType::I1)
+        e = L.opReg("selp.u32", RegClass::B32, {"1", "0", e});
+      else if (regClassOf(d) == RegClass::B16)
+        e = L.opReg("cvt.u32.u16", RegClass::B32, {e});
+      e = L.opReg("and.b32", RegClass::B32, {e, "255"});
+      if (j)
+        e = L.opReg("shl.b32", RegClass::B32, {e, imm(8 * j)});
+      w = j ? L.opReg("or.b32", RegClass::B32, {w, e}) : e;
+    }
+    words.push_back(w);
+  }
+  return words;
+}
+
+std::vector<std::string> Lowering::loadElements(const Op &op, const TVal &ptr, DType d,
+                                                const TVal *mask, const TVal *other, int vec) {
+  int n = (int)ptr.regs.size();
+  int bytes = dtypeBytes(d);
+  bool packed = bytes < 4 && vec * bytes >= 4;
+  std::vector<std::string> out;
+  for (int g = 0; g < n; g += vec) {
+    std::string pred = mask ? "@" + mask->regs[g] + " " : "";
+    std::string addr = "[" + ptr.regs[g] + "]";
+    if (packed) {
+      int words = vec * bytes / 4;
+      std::vector<std::string> w;
+      for (int k = 0; k < words; ++k) {
+        w.push_back(b.reg(RegClass::B32));
+        if (mask)
+          b.emit("mov.b32 " + w.back() + ", 0");
+      }
+      b.emit(pred + "ld.global" + vecSuffix(words) + ".b32 " + braced(w) + ", " + addr);
+      std::vector<std::string> elems = unpackWords(*this, w, d);
+      for (int j = 0; j < vec; ++j) {
+        std::string e = elems[j];
+        if (mask && other)
+          e = select(d, mask->regs[g + j], e, other->regs[g + j]);
+        out.push_back(e);
+      }
+      continue;
+    }
+    std::vector<std::string> dst;
+    for (int j = 0; j < vec; ++j) {
+      RegClass rc = d == DType::I1 ? RegClass::B32 : regClassOf(d);
+      std::string r = b.reg(rc);
+      if (mask) {
+        std::string init = "0";
+        if (other) {
+          init = other->regs[g + j];
+          if (d == DType::I1)
+            init = castScalar(init, DType::I1, DType::U32, false);
+        } else if (rc == RegClass::F32) {
+          init = immF32(0);
+        } else if (rc == RegClass::F64) {
+          init = immF64(0);
+        }
+        b.emit(std::string("mov") + regType(rc) + " " + r + ", " + init);
+      }
+      dst.push_back(r);
+    }
+    const char *mt = vec > 1 && bytes == 8 && isInteger(d) ? ".b64" : memType(d);
+    b.emit(pred + "ld.global" + vecSuffix(vec) + mt + " " + braced(dst) + ", " + addr);
+    for (std::string &r : dst)
+      out.push_back(d == DType::I1 ? opReg("setp.ne.u32", RegClass::Pred, {r, "0"}) : r);
+  }
+  (void)op;
+  return out;
+}
+
+void Lowering::storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value,
+                             const TVal *mask, int vec) {
+  int n = (int)ptr.regs.size();
+  int bytes = dtypeBytes(d);
+  bool packed = bytes < 4 && vec * bytes >= 4;
+  std::string owner = ptr.isTensor() ? ownerPredicate(ptr.layout) : "";
+  if (!ptr.isTensor()) // a scalar store: one thread writes it
+    owner = opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
+  for (int g = 0; g < n; g += vec) {
+    std::string p = owner;
+    if (mask)
+      p = p.empty() ? mask->regs[g] : opReg("and.pred", RegClass::Pred, {p, mask->regs[g]});
+    std::string pred = p.empty() ? "" : "@" + p + " ";
+    std::vector<std::string> elems(value.regs.begin() + g, value.regs.begin() + g + vec);
+    std::string addr = "[" + ptr.regs[g] + "]";
+    if (packed) {
+      std::vector<std::string> w = packWords(*this, elems, d);
+      b.emit(pred + "st.global" + vecSuffix((int)w.size()) + ".b32 " + addr + ", " + braced(w));
+      continue;
+    }
+    if (d == DType::I1)
+      for (std::string &e : elems)
+        e = opReg("selp.u32", RegClass::B32, {"1", "0", e});
+    const char *mt = vec > 1 && bytes == 8 && isInteger(d) ? ".b64" : memType(d);
+    b.emit(pred + "st.global" + vecSuffix(vec) + mt + " " + addr + ", " + braced(elems));
+  }
+  (void)op;
+}
+
+void Lowering::lowerLoad(const Op &op) {
+  const TVal &ptr = val(op.operand(0));
+  DType d = op.result()->type.dtype;
+  const Value *maskValue = op.operands.size() > 1 ? op.operand(1) : nullptr;
+  TVal mask, other;
+  if (maskValue)
+    mask = ptr.isTensor() ? convert(val(maskValue), DType::I1, ptr.layout) : val(maskValue);
+  if (op.operands.size() > 2)
+    other = ptr.isTensor() ? convert(val(op.operand(2)), d, ptr.layout) : val(op.operand(2));
+  int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  std::vector<std::string> regs = loadElements(op, ptr, d, maskValue ? &mask : nullptr,
+                                               op.operands.size() > 2 ? &other : nullptr, vec);
+  bind(op.result(), TVal{ptr.layout, regs});
+}
+
+void Lowering::lowerStore(const Op &op) {
+  const TVal &ptr = val(op.operand(0));
+  DType d = op.operand(1)->type.dtype;
+  TVal value = ptr.isTensor() ? convert(val(op.operand(1)), d, ptr.layout) : val(op.operand(1));
+  const Value *maskValue = op.operands.size() > 2 ? op.operand(2) : nullptr;
+  TVal mask;
+  if (maskValue)
+    mask = ptr.isTensor() ? convert(val(maskValue), DType::I1, ptr.layout) : val(maskValue);
+  int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  storeElements(op, ptr, d, value, maskValue ? &mask : nullptr, vec);
+}
+
+// A block pointer is held as scalars: base, then shape, strides and offsets
+// of each dim as s64.
+void Lowering::lowerBlockPtr(const Op &op) {
+  TVal out;
+  if (op.kind == OpKind::MakeBlockPtr) {
+    out.regs.push_back(val(op.operand(0)).regs[0]);
+    for (size_t k = 1; k < op.operands.size(); ++k)
+      out.regs.push_back(castScalar(val(op.operand(k)).regs[0], op.operand(k)->type.dtype,
+                                    DType::I64, false));
+    bind(op.result(), out);
+    return;
+  }
+  out = val(op.operand(0));
+  size_t rank = op.operands.size() - 1;
+  for (size_t k = 0; k < rank; ++k) {
+    std::string delta = castScalar(val(op.operand(k + 1)).regs[0], op.operand(k + 1)->type.dtype,
+                                   DType::I64, false);
+    std::string &off = out.regs[1 + 2 * rank + k];
+    off = opReg("add.s64", RegClass::B64, {off, delta});
+  }
+  bind(op.result(), out);
+}
+
+// The addresses and in-bounds mask of every element a block pointer covers.
+static void blockAddresses(Lowering &L, const Op &op, TVal &ptr, TVal &mask, bool &masked) {
+  const Type &pt = op.operand(0)->type;
+  const TVal &bp = L.val(op.operand(0));
+  size_t rank = pt.blockShape.size();
+  const LinearLayout *l = L.defaultLayout(pt.blockShape);
+  std::vector<bool> check(rank, false);
+  for (int64_t c : op.intsAttr("boundary_check"))
+    check[c] = true;
+  masked = std::find(check.begin(), check.end(), true) != check.end();
+  ptr = TVal{l, {}};
+  mask = TVal{l, {}};
+  int64_t bytes = dtypeBytes(pt.pointee);
+  for (int r = 0; r < l->numRegs(); ++r) {
+    std::string offset, inside;
+    for (size_t d = 0; d < rank; ++d) {
+      std::string c = L.opReg("cvt.u64.u32", RegClass::B64, {L.elementCoord(l, (int)d, r)});
+      std::string coord = L.opReg("add.s64", RegClass::B64, {bp.regs[1 + 2 * rank + d], c});
+      offset = d ? L.opReg("mad.lo.s64", RegClass::B64, {coord, bp.regs[1 + rank + d], offset})
+                 : L.opReg("mul.lo.s64", RegClass::B64, {coord, bp.regs[1 + rank + d]});
+      if (!check[d])
+        continue;
+      // 0 <= coord < shape, as one unsigned compare
+      std::string in = L.opReg("setp.lt.u64", RegClass::Pred, {coord, bp.regs[1 + d]});
+      inside = inside.empty() ? in : L.opReg("and.pred", RegClass::Pred, {inside, in});
+    }
+    ptr.regs.push_back(L.opReg("mad.lo.s64", RegClass::B64, {offset, imm(bytes), bp.regs[0]}));
+    if (masked)
+      mask.regs.push_back(inside.empty() ? L.constantReg(DType::I1, 1, 1) : inside);
+  }
+}
+
+void Lowering::lowerLoadBlock(const Op &op) {
+  TVal ptr, mask;
+  bool masked = false;
+  blockAddresses(*this, op, ptr, mask, masked);
+  DType d = op.result()->type.dtype;
+  TVal other;
+  bool nanPad = op.strAttr("padding") == "nan" && isFloat(d);
+  if (masked && nanPad)
+    other = convert(TVal{nullptr, {constantReg(d, NAN, 0)}}, d, ptr.layout);
+  std::vector<std::string> regs =
+      loadElements(op, ptr, d, masked ? &mask : nullptr, nanPad ? &other : nullptr, 1);
+  bind(op.result(), TVal{ptr.layout, regs});
+}
+
+void Lowering::lowerStoreBlock(const Op &op) {
+  TVal ptr, mask;
+  bool masked = false;
+  blockAddresses(*this, op, ptr, mask, masked);
+  DType d = op.operand(1)->type.dtype;
+  TVal value = convert(val(op.operand(1)), d, ptr.layout);
+  storeElements(op, ptr, d, value, masked ? &mask : nullptr, 1);
+}
+
+} // namespace tilec::nvidia

@@ -1,0 +1,145 @@
+// The state of lowering one Function to PTX, shared by the lower_*.cpp files
+// (one per op family). Each Tile IR value becomes a TVal: a scalar (one
+// register, the same in every thread) or a distributed tensor (one register
+// per register bit pattern of its linear layout).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "nvidia/axis_info.h"
+#include "nvidia/codegen.h"
+#include "nvidia/linear_layout.h"
+#include "nvidia/ptx_builder.h"
+
+namespace tilec::nvidia {
+
+struct TVal {
+  const LinearLayout *layout = nullptr; // null: a scalar
+  std::vector<std::string> regs;
+  bool isTensor() const { return layout != nullptr; }
+};
+
+// A value's address in shared memory: a base register and a byte offset.
+struct SharedAddr {
+  std::string base;
+  int64_t offset = 0;
+  std::string str() const {
+    return "[" + base + (offset ? "+" + std::to_string(offset) : "") + "]";
+  }
+};
+
+class Lowering {
+public:
+  Lowering(const Function &fn, const GpuOptions &opts);
+  PtxKernel run();
+
+  // --- shared by every op family
+  PtxBuilder b;
+  const Function &fn;
+  GpuOptions opts;
+  int arch;
+  std::string printState; // vprintf declared once per module
+  int printStrings = 0;
+  AxisInfoMap axisInfo;
+  std::string tid, lane, warp; // b32 registers set in the prologue
+
+  [[noreturn]] void unsupported(const Op &op, const std::string &what);
+  TVal &val(const Value *v);
+  void bind(const Value *v, TVal t) { values_[v] = std::move(t); }
+  const LinearLayout *intern(const LinearLayout &l);
+  const LinearLayout *defaultLayout(const std::vector<int64_t> &shape);
+  std::string newReg(DType d) { return b.reg(regClassOf(d)); }
+  // Emits `instr dst, srcs...` into a new register of type `d`.
+  std::string op1(const std::string &instr, DType d, const std::string &a);
+  std::string op2(const std::string &instr, DType d, const std::string &a, const std::string &c);
+  std::string op3(const std::string &instr, DType d, const std::string &a, const std::string &c,
+                  const std::string &e);
+  std::string opReg(const std::string &instr, RegClass rc, const std::vector<std::string> &srcs);
+  std::string constantReg(DType d, double fv, int64_t iv);
+
+  // --- thread coordinates (lower_layout.cpp)
+  // This thread's part of the coordinate along `dim` of layout `l` (XOR it
+  // with regCoords(r)[dim] for register r); computed once, in the prologue.
+  std::string threadCoord(const LinearLayout *l, int dim);
+  // This thread's element coordinate along `dim` for register `r` (b32).
+  std::string elementCoord(const LinearLayout *l, int dim, int r);
+  // Whether this thread holds the first copy of its elements (stores only once).
+  std::string ownerPredicate(const LinearLayout *l);
+  // Shared memory: the dynamic buffer's address and the bytes a step needs.
+  std::string sharedBase();
+  void needShared(int64_t bytes);
+  void barrier();
+  // The shared address of register r's element when the tensor is stored
+  // row-major with `bytes` per element from `start`.
+  SharedAddr sharedElement(const LinearLayout *l, int r, int bytes, int64_t start = 0);
+  void storeShared(const SharedAddr &a, DType d, const std::string &v);
+  std::string loadShared(const SharedAddr &a, DType d);
+
+  // Moves a tensor into layout `to` (through shared memory if threads must
+  // exchange elements). A scalar becomes a splat.
+  TVal convert(const TVal &v, DType d, const LinearLayout *to);
+
+  // --- numerics (lower_elementwise.cpp)
+  // Re-extends an integer computed in 32 bits to its narrow type.
+  std::string normalize(const std::string &r, DType d);
+  std::string toF32(const std::string &r, DType d);
+  std::string fromF32(const std::string &r, DType d, bool rtz = false);
+  std::string castScalar(const std::string &r, DType from, DType to, bool rtz);
+  std::string binary(const Op &op, OpKind kind, DType d, const std::string &a,
+                     const std::string &c);
+  std::string unary(const Op &op, OpKind kind, DType d, const std::string &a);
+  std::string compare(OpKind kind, DType d, const std::string &a, const std::string &c);
+  std::string select(DType d, const std::string &c, const std::string &a, const std::string &e);
+  std::string storageMove(DType d, const std::string &r);
+  std::string toF32IfNeeded(const std::string &r, DType d);
+  // f32 math (lower_math.cpp): accurate to a few ulp, without libdevice.
+  std::string mathF32(const Op &op, OpKind kind, const std::string &x);
+  std::string powF32(const std::string &x, const std::string &y);
+  std::string atan2F32(const std::string &y, const std::string &x);
+  // Shared-memory address of register r's element in a row-major copy whose
+  // dim d has stride strides[d] (0: a broadcast dim, read at index 0).
+  SharedAddr sharedAddress(const LinearLayout *l, int r, const std::vector<int64_t> &strides,
+                           int bytes, int64_t start);
+
+  // --- op families
+  void lowerBlock(const Block &block);
+  void lowerOp(const Op &op);
+  void lowerElementwise(const Op &op);
+  void lowerCast(const Op &op);
+  void lowerShape(const Op &op);
+  void lowerLoad(const Op &op);
+  void lowerStore(const Op &op);
+  void lowerBlockPtr(const Op &op);
+  void lowerLoadBlock(const Op &op);
+  void lowerStoreBlock(const Op &op);
+  void lowerReduce(const Op &op);
+  void lowerCumSum(const Op &op);
+  void lowerDot(const Op &op);
+  void lowerFor(const Op &op);
+  void lowerIf(const Op &op);
+  void lowerWhile(const Op &op);
+  void lowerPrint(const Op &op);
+  void lowerAssert(const Op &op);
+
+  // Memory access of one tensor of addresses (lower_memory.cpp).
+  std::vector<std::string> loadElements(const Op &op, const TVal &ptr, DType d,
+                                        const TVal *mask, const TVal *other, int vec);
+  void storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value,
+                     const TVal *mask, int vec);
+
+private:
+  std::unordered_map<const Value *, TVal> values_;
+  std::deque<LinearLayout> layouts_;
+  std::map<std::vector<int64_t>, const LinearLayout *> defaults_;
+  std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
+  std::map<const LinearLayout *, std::string> owners_;
+  std::map<std::string, std::string> sharedThreadAddrs_;
+  std::string sharedBase_;
+  int64_t sharedBytes_ = 0;
+  int vecBytes_ = 16;
+  int minElementBytes_ = 4;
+};
+
+} // namespace tilec::nvidia

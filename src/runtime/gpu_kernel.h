@@ -1,0 +1,45 @@
+// A kernel compiled for an NVIDIA target: the PTX, the cubin when an
+// assembler was found, what launching needs, and the launch itself (module
+// loaded once per device, arguments packed without Python in the loop).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nvidia/codegen.h"
+#include "runtime/compiler.h"
+
+namespace tilec {
+
+namespace cuda {
+struct Kernel;
+}
+
+struct GpuKernel {
+  std::string name, arch, ptx, cubin, assembler; // assembler: ptxas, nvJitLink or "" (driver JIT)
+  std::vector<nvidia::ParamKind> params;
+  int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
+  nvidia::GpuOptions options;
+  double emitMs = 0, assembleMs = 0;
+
+  // Loads the module on `device` (once) and returns it.
+  const cuda::Kernel &loaded(int device);
+  // One launch; `args` holds each runtime argument's bits (ints, pointers,
+  // and doubles reinterpreted), in parameter order.
+  void launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> &args, void *stream,
+              int device);
+
+private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<cuda::Kernel>> modules_; // by device
+};
+
+// Lowers a compiled kernel to PTX for `options.arch` and, when `assemble`,
+// to a cubin. Throws CompileError for what the target cannot run.
+std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
+                                         const nvidia::GpuOptions &options, bool assemble);
+
+} // namespace tilec
