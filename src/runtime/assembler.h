@@ -36,8 +36,9 @@ struct Assembled {
 std::string findPtxas();
 
 // Assembles `ptx` for `arch` ("sm_80", "sm_90a", ...). Throws AssemblerError
-// when the tool rejects the PTX, or when TILEC_ASSEMBLER names a tool that is
-// missing or is not one of ptxas, nvjitlink, driver.
+// when the tool rejects the PTX or cannot be run (no temp file, spawn failed),
+// or when TILEC_ASSEMBLER names a tool that is missing or is not one of
+// ptxas, nvjitlink, driver.
 Assembled assemblePtx(const std::string &ptx, const std::string &arch,
                       const AssembleOptions &opts = {});
 

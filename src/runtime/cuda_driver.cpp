@@ -28,7 +28,7 @@ using CUdeviceptr = unsigned long long;
 
 constexpr CUresult kSuccess = 0; // CUDA_SUCCESS
 
-// CUdevice_attribute values.
+// CUdevice_attribute values (CU_DEVICE_ATTRIBUTE_...).
 constexpr int kAttrMaxThreadsPerBlock = 1;             // ..._MAX_THREADS_PER_BLOCK
 constexpr int kAttrMaxSharedPerBlock = 8;              // ..._MAX_SHARED_MEMORY_PER_BLOCK
 constexpr int kAttrWarpSize = 10;                      // ..._WARP_SIZE
@@ -57,7 +57,7 @@ constexpr int kJitInfoLogBufferSizeBytes = 4;  // CU_JIT_INFO_LOG_BUFFER_SIZE_BY
 constexpr int kJitErrorLogBuffer = 5;          // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferSizeBytes = 6; // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 
-// CUlaunchAttributeID values.
+// CUlaunchAttributeID values (CU_LAUNCH_ATTRIBUTE_...).
 constexpr int kLaunchCooperative = 2;                     // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
 constexpr int kLaunchClusterDimension = 4;                // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 constexpr int kLaunchProgrammaticStreamSerialization = 6; // ..._PROGRAMMATIC_STREAM_SERIALIZATION

@@ -1,0 +1,192 @@
+"""tilec against torch and Triton on the GPU, measured in one run: bandwidth of
+vector add and softmax, matmul throughput, host time per launch, and the cold
+compile time of each kernel. Prints a table; `--plot DIR` also draws the
+softmax and matmul sweeps."""
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
+
+
+def load_kernels(name, alias_tilec):
+    """benchmarks/triton_kernels.py as a module, with Triton or with tilec as `triton`."""
+    saved = {k: v for k, v in sys.modules.items() if k == "triton" or k.startswith("triton.")}
+    if alias_tilec:
+        import tilec.compat  # noqa: F401  (points `triton` at tilec)
+        tilec.compat.install()
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "triton_kernels.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for k in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:
+        del sys.modules[k]
+    sys.modules.update(saved)
+    return module
+
+
+def bench(fn, reps=50):
+    """Median device time of fn() in ms, over CUDA events, after a warm-up."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def launch_us(fn, n=2000):
+    """Host time per launch: n back-to-back launches, synchronized once."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / n * 1e6
+
+
+def row(name, unit, results):
+    cells = [f"{name:<28}"]
+    base = results.get("triton")
+    for who in ("tilec", "triton", "torch"):
+        v = results.get(who)
+        cells.append(f"{v:>10.1f}" if isinstance(v, float) else f"{str(v):>10}")
+    ratio = results["tilec"] / base if isinstance(results.get("tilec"), float) and isinstance(base, float) else None
+    cells.append(f"{ratio:>8.2f}" if ratio else f"{'-':>8}")
+    cells.append(unit)
+    print(" ".join(cells), flush=True)
+
+
+def safe(fn):
+    try:
+        return fn()
+    except Exception as e:  # a failing side shows in the table, not as a crash
+        print(f"   ({type(e).__name__}: {str(e).splitlines()[0][:150]})", flush=True)
+        return "failed"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--plot", default=None)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    import triton
+    tk = load_kernels("tilec_kernels", True)
+    rk = load_kernels("triton_kernels_real", False)
+    dev = "cuda"
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"triton {triton.__version__}")
+    print(f"{'benchmark':<28} {'tilec':>10} {'triton':>10} {'torch':>10} {'t/tri':>8} unit")
+
+    # cold compile times
+    x = torch.randn(1 << 20, device=dev)
+    compile_rows = {}
+    for name, launch in [
+        ("add_kernel", lambda m: m.add_kernel[(256,)](x, x, x, x.numel(), BLOCK=4096)),
+        ("softmax_kernel", lambda m: m.softmax_kernel[(4,)](x, x, 4096, 4096, 4096, BLOCK=4096)),
+    ]:
+        t0 = time.perf_counter()
+        k = safe(lambda: launch(tk))
+        torch.cuda.synchronize()
+        tt = (time.perf_counter() - t0) * 1e3
+        t0 = time.perf_counter()
+        safe(lambda: launch(rk))
+        torch.cuda.synchronize()
+        tr = (time.perf_counter() - t0) * 1e3
+        if not isinstance(k, str):
+            compile_rows[name] = (k._compiled.compile_ms, k.gpu.emit_ms, k.gpu.assemble_ms)
+        row(f"cold compile+launch {name}", "ms", {"tilec": tt, "triton": tr})
+
+    n = 1 << (24 if args.quick else 28)
+    a, b, c = (torch.randn(n, device=dev) for _ in range(3))
+    gbs = lambda ms, nbytes: nbytes / ms / 1e6  # noqa: E731
+    res = {}
+    for who, m in (("tilec", tk), ("triton", rk)):
+        res[who] = safe(lambda: gbs(bench(lambda: m.add_kernel[(triton.cdiv(n, 4096),)](a, b, c, n, BLOCK=4096)), 12 * n))
+    res["torch"] = gbs(bench(lambda: torch.add(a, b, out=c)), 12 * n)
+    ok = safe(lambda: (tk.add_kernel[(triton.cdiv(n, 4096),)](a, b, c, n, BLOCK=4096), bool(torch.equal(c, a + b)))[1])
+    row(f"vector add 2^{n.bit_length() - 1} fp32 (ok={ok})", "GB/s", res)
+
+    softmax_rows = []
+    for cols in ([4096] if args.quick else [256, 1024, 2048, 4096, 8192]):
+        rows = 16384
+        xs = torch.randn(rows, cols, device=dev)
+        ys = torch.empty_like(xs)
+        block = triton.next_power_of_2(cols)
+        warps = 8 if block >= 2048 else 4
+        res = {}
+        for who, m in (("tilec", tk), ("triton", rk)):
+            res[who] = safe(lambda: gbs(bench(lambda: m.softmax_kernel[(rows,)](ys, xs, cols, cols, cols, BLOCK=block, num_warps=warps)), 8 * rows * cols))
+        res["torch"] = gbs(bench(lambda: torch.softmax(xs, dim=1)), 8 * rows * cols)
+        tk.softmax_kernel[(rows,)](ys, xs, cols, cols, cols, BLOCK=block, num_warps=warps)
+        err = (ys - torch.softmax(xs, dim=1)).abs().max().item()
+        row(f"softmax {rows}x{cols} fp32 (err {err:.0e})", "GB/s", res)
+        softmax_rows.append((cols, res))
+
+    matmul_rows = []
+    for size in ([2048] if args.quick else [1024, 2048, 4096, 8192]):
+        A = torch.randn(size, size, device=dev, dtype=torch.float16)
+        B = torch.randn(size, size, device=dev, dtype=torch.float16)
+        C = torch.empty(size, size, device=dev, dtype=torch.float16)
+        BM, BN, BK = 128, 128, 32
+        grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
+        tflops = lambda ms: 2 * size ** 3 / ms / 1e9  # noqa: E731
+        res = {}
+        for who, m in (("tilec", tk), ("triton", rk)):
+            res[who] = safe(lambda: tflops(bench(lambda: m.matmul_kernel[grid](A, B, C, size, size, size, size, 1, size, 1, size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=8, num_stages=3), reps=10)))
+        res["torch"] = tflops(bench(lambda: torch.matmul(A, B), reps=10))
+        safe(lambda: tk.matmul_kernel[grid](A, B, C, size, size, size, size, 1, size, 1, size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=8, num_stages=3))
+        ref = (A.float() @ B.float())
+        err = ((C.float() - ref).norm() / ref.norm()).item()
+        row(f"matmul fp16 {size}^3 (rel {err:.0e})", "TFLOP/s", res)
+        matmul_rows.append((size, res))
+
+    t = torch.zeros(64, device=dev)
+    res = {}
+    for who, m in (("tilec", tk), ("triton", rk)):
+        res[who] = safe(lambda: launch_us(lambda: m.tiny_kernel[(1,)](t, 64, BLOCK=64)))
+    res["torch"] = launch_us(lambda: t.add_(1))
+    row("host time per launch", "us", res)
+    for name, (front, emit, asm) in compile_rows.items():
+        print(f"tilec compile {name}: source->IR {front:.2f} ms, IR->PTX {emit:.2f} ms, "
+              f"ptxas {asm:.1f} ms")
+
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, data, xlabel, unit in ((axes[0], softmax_rows, "columns (16384 rows)", "GB/s"),
+                                       (axes[1], matmul_rows, "M = N = K", "TFLOP/s")):
+            for who in ("tilec", "triton", "torch"):
+                pts = [(x, r[who]) for x, r in data if isinstance(r.get(who), float)]
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=who)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(unit)
+            ax.grid(True, alpha=0.3)
+            ax.legend()
+        axes[0].set_title("softmax fp32")
+        axes[1].set_title("matmul fp16")
+        fig.tight_layout()
+        os.makedirs(args.plot, exist_ok=True)
+        fig.savefig(os.path.join(args.plot, "gpu_sweeps.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()

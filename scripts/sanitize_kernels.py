@@ -1,0 +1,43 @@
+"""The core kernels (vector add, softmax, matmul, layer norm) on the GPU, at odd
+sizes with masks, for compute-sanitizer to watch. Prints 'ok' when all match."""
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import layer_norm  # noqa: E402
+import matmul  # noqa: E402
+import softmax  # noqa: E402
+import vector_add  # noqa: E402
+
+import tilec  # noqa: E402
+
+dev = "cuda"
+n = 100_003
+x, y = torch.randn(n, device=dev), torch.randn(n, device=dev)
+out = torch.empty_like(x)
+vector_add.add_kernel[(tilec.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+assert torch.equal(out, x + y)
+
+rows, cols = 37, 781
+s = torch.randn(rows, cols, device=dev)
+so = torch.empty_like(s)
+softmax.softmax_kernel[(rows,)](so, s, cols, cols, cols, BLOCK=1024)
+assert torch.allclose(so, torch.softmax(s, 1), atol=1e-6)
+
+w, b = torch.randn(cols, device=dev), torch.randn(cols, device=dev)
+lo = torch.empty_like(s)
+layer_norm.layer_norm_fwd[(rows,)](s, lo, w, b, cols, cols, 1e-5, BLOCK=1024)
+ref = torch.nn.functional.layer_norm(s, (cols,), w, b, 1e-5)
+assert torch.allclose(lo, ref, atol=1e-4), (lo - ref).abs().max()
+
+M, N, K = 128, 64, 96
+a, bm = torch.randn(M, K, device=dev), torch.randn(K, N, device=dev)
+c = torch.empty(M, N, device=dev)
+matmul.matmul_kernel[(M // 64, N // 64)](a, bm, c, M, N, K, K, 1, N, 1, N, 1,
+                                          BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+assert torch.allclose(c, a @ bm, rtol=1e-2, atol=1e-1), (c - a @ bm).abs().max()
+torch.cuda.synchronize()
+print("ok")
