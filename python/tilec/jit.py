@@ -110,6 +110,18 @@ class CompiledKernel:
         return True
 
 
+class _Cache(dict):
+    """The compiled specializations; clearing it also forgets the fast path's."""
+
+    def __init__(self, launcher):
+        super().__init__()
+        self._launcher = launcher
+
+    def clear(self):
+        super().clear()
+        self._launcher.clear()
+
+
 class JITFunction:
     """A kernel. Launch it with ``kernel[grid](*args, **kwargs)``."""
 
@@ -132,7 +144,11 @@ class JITFunction:
             self.arg_names[d] if isinstance(d, int) else d for d in do_not_specialize
         }
         self.options = options
-        self.cache = {}
+        self._fast = _C.Launcher(
+            self.arg_names, [i in self.constexprs for i in range(len(self.params))],
+            [n not in self.do_not_specialize for n in self.arg_names],
+            [p.default for p in self.params], inspect.Parameter.empty)
+        self.cache = _Cache(self._fast)
 
     # --- names the kernel's code uses
 
@@ -257,8 +273,23 @@ class JITFunction:
         return self._compile(specs, arch, _gpu_options(options))
 
     def run(self, *args, grid, **kwargs):
+        kernel = self._fast.launch(grid, args, kwargs)  # a known GPU specialization
+        if kernel is not None:
+            return kernel
         from .launch import run_kernel
         return run_kernel(self, args, kwargs, grid)
+
+    def _globals_checks(self, kernel):
+        """(where, name, value) of each constexpr global the kernel read, for the
+        fast path to compare at each launch; a closure cell has name None."""
+        checks = []
+        for fn, name, value in kernel.globals_read:
+            code = fn.fn.__code__
+            if name in code.co_freevars and fn.fn.__closure__:
+                checks.append((fn.fn.__closure__[code.co_freevars.index(name)], None, value))
+            else:
+                checks.append((fn.fn.__globals__, name, value))
+        return checks
 
 
 def _gpu_options(options):

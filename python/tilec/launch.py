@@ -74,7 +74,7 @@ def _interpret(fn, args, kwargs, grid):
 
 
 def run_kernel(fn, args, kwargs, grid):
-    values, options = fn._bind(args, kwargs)
+    values, options = fn._bind(args, dict(kwargs))
     specs, runtime, memory, devices = fn._specialize(values)
     arch, device = target_of(fn, devices, options)
     if arch is None and any(d.startswith("cuda") for d in devices):
@@ -94,6 +94,7 @@ def run_kernel(fn, args, kwargs, grid):
         from .runtime import driver
         stream = driver.active.get_current_stream(device)
     kernel.gpu.launch(grid, runtime, int(stream), device)
+    fn._fast.add(args, kwargs, kernel, kernel.gpu, fn._globals_checks(kernel))
     return kernel
 
 

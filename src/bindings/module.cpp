@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "bindings/launcher.h"
 #include "cpu/executor.h"
 #include "frontend/ast.h"
 #include "ir/parser.h"
@@ -265,6 +266,8 @@ NB_MODULE(_C, m) {
 
   nb::exception<AssemblerError>(m, "AssemblerError", PyExc_RuntimeError);
   nb::exception<cuda::DriverError>(m, "DriverError", PyExc_RuntimeError);
+
+  bindLauncher(m);
 
   nb::class_<GpuKernel>(m, "GpuKernel")
       .def_ro("name", &GpuKernel::name)

@@ -339,8 +339,8 @@ std::string Lowering::unary(const Op &op, OpKind kind, DType d, const std::strin
       return opReg("cvt.rmi.f64.f64", RegClass::F64, {a});
     case OpKind::Ceil:
       return opReg("cvt.rpi.f64.f64", RegClass::F64, {a});
-    default: // transcendental functions in f32 for now
-      return opReg("cvt.f64.f32", RegClass::F64, {unary(op, kind, DType::F32, toF32(a, d))});
+    default:
+      return mathF64(op, kind, a);
     }
   }
   if (needsF32(d)) {

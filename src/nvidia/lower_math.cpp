@@ -76,25 +76,11 @@ static std::string logF32(Lowering &L, const std::string &x) {
   return f.sel(ordinary, r, special);
 }
 
-// exp(x) as 2^(x log2 e), with the product split to keep its rounding error small.
+// exp(x) as 2^(x log2 e), as Triton computes it: within a few ulp for the
+// arguments softmax and friends see, and inf, -inf and NaN come out right.
 static std::string expF32(Lowering &L, const std::string &x) {
   F32 f{L};
-  std::string t = f.mul(x, f.k(1.4426950408889634));
-  std::string n = f.op("cvt.rni.f32.f32", {t});
-  // r = x*log2e - n, computed as fma(x, hi, -n) + x*lo
-  std::string r = f.fma(x, f.k(1.4426950408889634), f.op("neg.f32", {n}));
-  r = f.fma(x, f.k(1.925963033500011e-08), r);
-  std::string fr = f.op("ex2.approx.f32", {r});
-  std::string big = f.op("ex2.approx.f32", {n});
-  std::string res = f.mul(fr, big);
-  // n may overflow 2^n alone while the product is finite: split it
-  std::string half = f.mul(n, f.k(0.5));
-  std::string h = f.op("cvt.rmi.f32.f32", {half});
-  std::string e1 = f.op("ex2.approx.f32", {h});
-  std::string e2 = f.op("ex2.approx.f32", {f.sub(n, h)});
-  std::string split = f.mul(f.mul(fr, e1), e2);
-  std::string wide = L.opReg("setp.gt.f32", RegClass::Pred, {f.op("abs.f32", {n}), f.k(125.0)});
-  return f.sel(wide, split, res);
+  return f.op("ex2.approx.f32", {f.mul(x, f.k(1.4426950408889634))});
 }
 
 // sin or cos: reduce to r in [-pi/4, pi/4] and quadrant q, then a series.
@@ -191,6 +177,149 @@ std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
     return erfF32(*this, x);
   default:
     unsupported(op, std::string("'") + op.info().mnemonic + "' on floats");
+  }
+}
+
+// --- f64: the same reductions, with series long enough for double precision.
+
+namespace {
+
+struct F64 {
+  Lowering &L;
+  std::string op(const std::string &instr, std::vector<std::string> srcs) {
+    return L.opReg(instr, RegClass::F64, srcs);
+  }
+  std::string k(double v) { return immF64(v); }
+  std::string fma(const std::string &a, const std::string &b, const std::string &c) {
+    return op("fma.rn.f64", {a, b, c});
+  }
+  std::string mul(const std::string &a, const std::string &b) { return op("mul.rn.f64", {a, b}); }
+  std::string poly(const std::string &x, const std::vector<double> &c) {
+    std::string acc = op("mov.f64", {k(c.back())});
+    for (int i = (int)c.size() - 2; i >= 0; --i)
+      acc = fma(acc, x, k(c[i]));
+    return acc;
+  }
+  std::string sel(const std::string &p, const std::string &a, const std::string &b) {
+    return op("selp.f64", {a, b, p});
+  }
+  std::string pred(const std::string &instr, const std::string &a, const std::string &b) {
+    return L.opReg(instr, RegClass::Pred, {a, b});
+  }
+};
+
+std::vector<double> taylor(int terms, int firstPower, bool alternate) {
+  std::vector<double> c;
+  for (int i = 0; i < terms; ++i) {
+    double fact = 1;
+    for (int j = 2; j <= firstPower + 2 * i; ++j)
+      fact *= j;
+    c.push_back((alternate && i % 2 ? -1.0 : 1.0) / fact);
+  }
+  return c;
+}
+
+} // namespace
+
+// exp: x = n ln2 + r, |r| <= ln2/2, e^r by its series, then scaled by 2^n in two
+// steps (so that 2^n alone may overflow or underflow while the result does not).
+static std::string expF64(Lowering &L, const std::string &x) {
+  F64 f{L};
+  std::string xc = f.op("min.f64", {f.op("max.f64", {x, f.k(-746.0)}), f.k(710.0)});
+  std::string n = f.op("cvt.rni.f64.f64", {f.mul(xc, f.k(1.4426950408889634))});
+  std::string r = f.fma(n, f.k(-6.93147180369123816490e-01), xc);
+  r = f.fma(n, f.k(-1.90821492927058770002e-10), r);
+  std::vector<double> c;
+  double fact = 1;
+  for (int i = 0; i < 14; ++i) {
+    if (i)
+      fact *= i;
+    c.push_back(1 / fact);
+  }
+  std::string e = f.poly(r, c);
+  std::string ni = L.opReg("cvt.rzi.s32.f64", RegClass::B32, {n});
+  std::string half = L.opReg("shr.s32", RegClass::B32, {ni, "1"});
+  std::string rest = L.opReg("sub.s32", RegClass::B32, {ni, half});
+  auto pow2 = [&](const std::string &k) {
+    std::string biased = L.opReg("add.s32", RegClass::B32, {k, "1023"});
+    std::string wide = L.opReg("cvt.u64.u32", RegClass::B64, {biased});
+    wide = L.opReg("shl.b64", RegClass::B64, {wide, "52"});
+    return L.opReg("mov.b64", RegClass::F64, {wide});
+  };
+  std::string out = f.mul(f.mul(e, pow2(half)), pow2(rest));
+  std::string nan = f.pred("setp.nan.f64", x, x);
+  return f.sel(nan, x, out);
+}
+
+// log: x = 2^e m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)).
+static std::string logF64(Lowering &L, const std::string &x) {
+  F64 f{L};
+  std::string tiny = f.pred("setp.lt.f64", x, f.k(2.2250738585072014e-308));
+  std::string xs = f.sel(tiny, f.mul(x, f.k(4503599627370496.0)), x); // 2^52
+  std::string bits = L.opReg("mov.b64", RegClass::B64, {xs});
+  std::string shifted = L.opReg("sub.s64", RegClass::B64, {bits, "0x3FE6A09E667F3BCD"});
+  std::string e = L.opReg("shr.s64", RegClass::B64, {shifted, "52"});
+  std::string mbits = L.opReg("shl.b64", RegClass::B64, {e, "52"});
+  mbits = L.opReg("sub.s64", RegClass::B64, {bits, mbits});
+  std::string m = L.opReg("mov.b64", RegClass::F64, {mbits});
+  std::string ef = L.opReg("cvt.rn.f64.s64", RegClass::F64, {e});
+  ef = f.op("sub.rn.f64", {ef, f.sel(tiny, f.k(52.0), f.k(0.0))});
+  std::string s = f.op("div.rn.f64", {f.op("sub.rn.f64", {m, f.k(1.0)}),
+                                       f.op("add.rn.f64", {m, f.k(1.0)})});
+  std::string s2 = f.mul(s, s);
+  std::vector<double> c;
+  for (int i = 0; i < 13; ++i)
+    c.push_back(2.0 / (2 * i + 1));
+  std::string logm = f.mul(s, f.poly(s2, c));
+  std::string r = f.fma(ef, f.k(6.93147180369123816490e-01), logm);
+  r = f.fma(ef, f.k(1.90821492927058770002e-10), r);
+  std::string ordinary = f.pred("setp.gt.f64", x, f.k(0.0));
+  std::string finite = f.pred("setp.lt.f64", x, f.k(INFINITY));
+  ordinary = L.opReg("and.pred", RegClass::Pred, {ordinary, finite});
+  std::string zero = f.pred("setp.eq.f64", x, f.k(0.0));
+  std::string special = f.sel(zero, f.k(-INFINITY), f.sel(finite, f.k(NAN), x));
+  return f.sel(ordinary, r, special);
+}
+
+static std::string sinCosF64(Lowering &L, const std::string &x, bool cosine) {
+  F64 f{L};
+  std::string q = f.op("cvt.rni.f64.f64", {f.mul(x, f.k(0.63661977236758134308))});
+  // pi/2 in three parts, each exact when multiplied by q < 2^20
+  std::string r = f.fma(q, f.k(-1.5707963267341256e+00), x);
+  r = f.fma(q, f.k(-6.07710050630396597660e-11), r);
+  r = f.fma(q, f.k(-2.0222662487959506e-21), r);
+  std::string r2 = f.mul(r, r);
+  std::string s = f.mul(r, f.poly(r2, taylor(12, 1, true)));
+  std::string c = f.poly(r2, taylor(12, 0, true));
+  std::string qi = L.opReg("cvt.rzi.s32.f64", RegClass::B32, {q});
+  if (cosine)
+    qi = L.opReg("add.s32", RegClass::B32, {qi, "1"});
+  std::string odd = L.opReg("and.b32", RegClass::B32, {qi, "1"});
+  std::string useCos = L.opReg("setp.ne.u32", RegClass::Pred, {odd, "0"});
+  std::string v = f.sel(useCos, c, s);
+  std::string neg = L.opReg("and.b32", RegClass::B32, {qi, "2"});
+  std::string flip = L.opReg("setp.ne.u32", RegClass::Pred, {neg, "0"});
+  return f.sel(flip, f.op("neg.f64", {v}), v);
+}
+
+std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
+  F64 f{*this};
+  switch (kind) {
+  case OpKind::Exp:
+    return expF64(*this, x);
+  case OpKind::Exp2:
+    return expF64(*this, f.mul(x, f.k(0.69314718055994530942)));
+  case OpKind::Log:
+    return logF64(*this, x);
+  case OpKind::Log2:
+    return f.mul(logF64(*this, x), f.k(1.44269504088896340736));
+  case OpKind::Sin:
+    return sinCosF64(*this, x, false);
+  case OpKind::Cos:
+    return sinCosF64(*this, x, true);
+  default: // tanh, erf: in f32
+    return opReg("cvt.f64.f32", RegClass::F64,
+                 {mathF32(op, kind, opReg("cvt.rn.f32.f64", RegClass::F32, {x}))});
   }
 }
 

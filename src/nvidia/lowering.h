@@ -96,6 +96,7 @@ public:
   std::string toF32IfNeeded(const std::string &r, DType d);
   // f32 math (lower_math.cpp): accurate to a few ulp, without libdevice.
   std::string mathF32(const Op &op, OpKind kind, const std::string &x);
+  std::string mathF64(const Op &op, OpKind kind, const std::string &x);
   std::string powF32(const std::string &x, const std::string &y);
   std::string atan2F32(const std::string &y, const std::string &x);
   // Shared-memory address of register r's element in a row-major copy whose

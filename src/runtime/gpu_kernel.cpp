@@ -75,7 +75,6 @@ void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> 
     }
     ptrs[i] = &storage[i];
   }
-  cuda::makeCurrent(device);
   cuda::launch(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], numThreads,
                sharedBytes, stream, ptrs.data());
 }

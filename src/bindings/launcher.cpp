@@ -1,0 +1,325 @@
+// The launch fast path of a @jit kernel, in C++: binds the call's arguments,
+// builds the specialization key, finds the compiled kernel, packs the
+// arguments and launches on torch's current stream, with no Python-level
+// loop. Anything it does not recognize (a first launch, CPU tensors, an
+// unusual argument) returns None, and Python's slow path handles it and
+// registers the result here.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "bindings/launcher.h"
+#include "runtime/gpu_kernel.h"
+
+namespace nb = nanobind;
+
+namespace tilec {
+
+namespace {
+
+// Launch keywords that configure the compile or the launch, not the kernel.
+const char *const kCompileOptions[] = {"num_warps", "num_stages", "enable_fp_fusion", "debug"};
+
+bool interpreting() {
+  for (const char *name : {"TILEC_INTERPRET", "TRITON_INTERPRET"}) {
+    const char *v = std::getenv(name);
+    if (v && *v && std::strcmp(v, "0") != 0)
+      return true;
+  }
+  return false;
+}
+
+void appendInt(std::string &key, int64_t v) { key.append((const char *)&v, sizeof v); }
+
+} // namespace
+
+struct Launcher::Entry {
+  nb::object kernel; // the Python CompiledKernel, returned by each launch
+  std::shared_ptr<GpuKernel> gpu;
+  // Constexpr globals the kernel read: (mapping or cell, name or None, value).
+  std::vector<std::tuple<nb::object, nb::object, nb::object>> globals;
+};
+
+Launcher::Launcher(std::vector<std::string> names, std::vector<bool> constexprs,
+                   std::vector<bool> specialize, nb::list defaults, nb::object noDefault)
+    : names_(std::move(names)), constexprs_(std::move(constexprs)),
+      specialize_(std::move(specialize)), defaults_(defaults), noDefault_(noDefault) {}
+
+Launcher::~Launcher() = default;
+
+void Launcher::clear() { entries_.clear(); }
+
+// Binds a call to the parameters: positional, then keywords, then defaults.
+// False when the call does not fit plainly (Python then reports the error).
+bool Launcher::bind(nb::tuple args, nb::dict kwargs, std::vector<nb::handle> &values,
+                    nb::dict &options) {
+  size_t n = names_.size();
+  if (args.size() > n)
+    return false;
+  values.assign(n, nb::handle());
+  for (size_t i = 0; i < args.size(); ++i)
+    values[i] = args[i];
+  size_t used = 0;
+  for (size_t i = args.size(); i < n; ++i) {
+    PyObject *v = PyDict_GetItemString(kwargs.ptr(), names_[i].c_str());
+    if (v) {
+      values[i] = v;
+      ++used;
+    } else if (!defaults_[i].is(noDefault_)) {
+      values[i] = defaults_[i];
+    } else {
+      return false;
+    }
+  }
+  if (used != kwargs.size()) { // the rest are launch options
+    for (auto [k, v] : kwargs) {
+      std::string name = nb::cast<std::string>(k);
+      size_t at = 0;
+      while (at < n && names_[at] != name)
+        ++at;
+      if (at < args.size())
+        return false; // given twice: Python reports it
+      if (at == n)
+        options[k] = v;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// torch.Tensor and the fast current-stream query, looked up once torch is loaded.
+struct Torch {
+  PyObject *tensorType = nullptr;
+  nb::object rawStream;
+  bool ready = false;
+  bool load() {
+    if (ready)
+      return tensorType != nullptr;
+    nb::object modules = nb::module_::import_("sys").attr("modules");
+    if (!nb::cast<nb::dict>(modules).contains("torch"))
+      return false;
+    ready = true;
+    nb::object torch = modules["torch"];
+    tensorType = torch.attr("Tensor").ptr();
+    Py_INCREF(tensorType);
+    rawStream = nb::getattr(torch.attr("_C"), "_cuda_getCurrentRawStream", nb::none());
+    return true;
+  }
+};
+Torch torch;
+
+// The value inside a tl.constexpr (ours or Triton's), or the value itself.
+nb::object unwrapConstexpr(nb::handle v) {
+  PyTypeObject *t = Py_TYPE(v.ptr());
+  if (std::strcmp(t->tp_name, "constexpr") == 0 && nb::hasattr(v, "value"))
+    return v.attr("value");
+  return nb::borrow(v);
+}
+
+} // namespace
+
+// The specialization key of one argument, and its runtime bits if it has any.
+// False when the fast path does not handle this value.
+bool Launcher::keyOf(size_t i, nb::handle v, std::string &key, std::vector<uint64_t> &runtime,
+                     int &device) {
+  nb::object unwrapped;
+  if (constexprs_[i]) {
+    unwrapped = unwrapConstexpr(v);
+    v = unwrapped;
+    if (v.is_none()) {
+      key += 'N';
+    } else if (PyBool_Check(v.ptr())) {
+      key += v.ptr() == Py_True ? 'T' : 'F';
+    } else if (PyLong_CheckExact(v.ptr())) {
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+      if (overflow)
+        return false;
+      key += 'I';
+      appendInt(key, x);
+    } else if (PyUnicode_CheckExact(v.ptr())) {
+      key += 'S';
+      key += nb::cast<std::string>(v);
+      key += '\0';
+    } else if (PyFloat_CheckExact(v.ptr())) {
+      key += 'D';
+      double d = PyFloat_AsDouble(v.ptr());
+      key.append((const char *)&d, sizeof d);
+    } else {
+      return false;
+    }
+    return true;
+  }
+  PyObject *o = v.ptr();
+  if (o == Py_None) {
+    key += 'N';
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    key += 'b';
+    runtime.push_back(o == Py_True);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) // u64 range or beyond: the slow path types it
+      return false;
+    if (specialize_[i] && x == 1) {
+      key += '1';
+      return true;
+    }
+    key += x >= INT32_MIN && x <= INT32_MAX ? 'i' : 'l';
+    key += specialize_[i] && x % 16 == 0 ? '6' : '_';
+    runtime.push_back((uint64_t)x);
+    return true;
+  }
+  if (PyFloat_CheckExact(o)) {
+    key += 'f';
+    double d = PyFloat_AsDouble(o);
+    uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    runtime.push_back(bits);
+    return true;
+  }
+  if (!torch.load() || !PyObject_TypeCheck(o, (PyTypeObject *)torch.tensorType))
+    return false;
+  int dev = nb::cast<int>(v.attr("get_device")());
+  if (dev < 0 || (device >= 0 && dev != device))
+    return false; // CPU tensors, or tensors on two GPUs: the slow path
+  device = dev;
+  uint64_t ptr = nb::cast<uint64_t>(v.attr("data_ptr")());
+  PyObject *dtype = PyObject_GetAttrString(o, "dtype");
+  key += 't';
+  appendInt(key, (int64_t)(intptr_t)dtype); // torch dtypes are singletons
+  Py_XDECREF(dtype);
+  key += ptr % 16 == 0 ? 'A' : 'u';
+  runtime.push_back(ptr);
+  return true;
+}
+
+bool Launcher::makeKey(nb::tuple args, nb::dict kwargs, Call &call) {
+  if (interpreting() || !bind(args, kwargs, call.values, call.options))
+    return false;
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (!keyOf(i, call.values[i], call.key, call.runtime, call.device))
+      return false;
+  if (call.device < 0)
+    return false; // no GPU tensor: the CPU backend
+  for (const char *name : kCompileOptions) {
+    PyObject *v = PyDict_GetItemString(call.options.ptr(), name);
+    call.key += '|';
+    if (v && v != Py_None)
+      call.key += nb::cast<std::string>(nb::str(v));
+  }
+  appendInt(call.key, call.device);
+  return true;
+}
+
+bool Launcher::globalsUnchanged(const Entry &e) {
+  for (auto &[where, name, value] : e.globals) {
+    nb::object now;
+    if (name.is_none()) {
+      PyObject *c = PyCell_Get(where.ptr());
+      if (!c)
+        return false;
+      now = nb::steal(c);
+    } else {
+      PyObject *v = PyDict_GetItem(where.ptr(), name.ptr());
+      if (!v)
+        return false;
+      now = nb::borrow(v);
+    }
+    now = unwrapConstexpr(now);
+    int same = PyObject_RichCompareBool(now.ptr(), value.ptr(), Py_EQ);
+    if (same != 1) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+nb::object Launcher::launch(nb::object grid, nb::tuple args, nb::dict kwargs) {
+  Call call;
+  if (!makeKey(args, kwargs, call))
+    return nb::none();
+  auto it = entries_.find(call.key);
+  if (it == entries_.end() || !globalsUnchanged(*it->second))
+    return nb::none();
+  Entry &e = *it->second;
+  int64_t g[3] = {1, 1, 1};
+  nb::object gridValue = grid;
+  if (PyCallable_Check(grid.ptr())) {
+    nb::dict meta;
+    for (size_t i = 0; i < names_.size(); ++i)
+      meta[names_[i].c_str()] = call.values[i];
+    for (auto [k, v] : call.options)
+      meta[k] = v;
+    gridValue = grid(meta);
+  }
+  if (!PyTuple_Check(gridValue.ptr()) && !PyList_Check(gridValue.ptr())) {
+    if (!PyLong_CheckExact(gridValue.ptr()))
+      return nb::none();
+    g[0] = nb::cast<int64_t>(gridValue);
+  } else {
+    nb::sequence seq = nb::borrow<nb::sequence>(gridValue);
+    size_t n = nb::len(seq);
+    if (n < 1 || n > 3)
+      return nb::none();
+    for (size_t k = 0; k < n; ++k) {
+      nb::handle d = seq[k];
+      if (!PyLong_CheckExact(d.ptr()))
+        return nb::none();
+      g[k] = nb::cast<int64_t>(d);
+      if (g[k] < 0)
+        return nb::none();
+    }
+  }
+  uint64_t stream;
+  PyObject *s = PyDict_GetItemString(call.options.ptr(), "stream");
+  if (s && s != Py_None)
+    stream = nb::cast<uint64_t>(nb::handle(s));
+  else
+    stream = nb::cast<uint64_t>(torch.rawStream(call.device));
+  {
+    nb::gil_scoped_release release;
+    e.gpu->launch({g[0], g[1], g[2]}, call.runtime, (void *)stream, call.device);
+  }
+  return e.kernel;
+}
+
+void Launcher::add(nb::tuple args, nb::dict kwargs, nb::object kernel,
+                   std::shared_ptr<GpuKernel> gpu, nb::list globals) {
+  Call call;
+  if (!makeKey(args, kwargs, call))
+    return;
+  auto e = std::make_unique<Entry>();
+  e->kernel = kernel;
+  e->gpu = std::move(gpu);
+  for (nb::handle h : globals) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    e->globals.emplace_back(nb::borrow(t[0]), nb::borrow(t[1]), nb::borrow(t[2]));
+  }
+  entries_[call.key] = std::move(e);
+}
+
+void bindLauncher(nb::module_ &m) {
+  nb::class_<Launcher>(m, "Launcher")
+      .def(nb::init<std::vector<std::string>, std::vector<bool>, std::vector<bool>, nb::list,
+                    nb::object>(),
+           nb::arg("names"), nb::arg("constexprs"), nb::arg("specialize"), nb::arg("defaults"),
+           nb::arg("no_default"))
+      .def("launch", &Launcher::launch, nb::arg("grid"), nb::arg("args"), nb::arg("kwargs"))
+      .def("add", &Launcher::add, nb::arg("args"), nb::arg("kwargs"), nb::arg("kernel"),
+           nb::arg("gpu"), nb::arg("globals"))
+      .def("clear", [](Launcher &l) { l.clear(); });
+}
+
+} // namespace tilec

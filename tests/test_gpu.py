@@ -1,0 +1,221 @@
+"""The GPU side of tilec: launches with CUDA tensors through the fast path,
+kernel metadata, the driver API, streams, resources and the interpreter
+switch. Where there is no GPU only the compile-only tests run."""
+
+import os
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as tl
+
+from conftest import gpu_available
+
+needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU")
+needs_ptxas = pytest.mark.skipif(not tilec._C.find_ptxas(), reason="ptxas not found")
+
+
+@tilec.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+@tilec.jit
+def fma_kernel(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * tl.load(y_ptr + offs) + tl.load(z_ptr + offs))
+
+
+SCALE = 2.0
+
+
+@tilec.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) * SCALE, mask=m)
+
+
+@tilec.jit
+def big_dot_kernel(a_ptr, c_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    tl.store(c_ptr + r[:, None] * B + r[None, :], tl.dot(a, a))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_compile_without_a_gpu(target):
+    k = tilec.compile(add_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                             "out_ptr": "*fp32", "n": "i32"},
+                      constexprs={"BLOCK": 1024}, target=target, divisible_by_16=["n"])
+    assert k.asm["tileir"].startswith("func") or "add_kernel" in k.asm["tileir"]
+    assert f".target {target}" in k.asm["ptx"]
+    assert ".visible .entry add_kernel" in k.asm["ptx"]
+    assert len(k.asm["cubin"]) > 1000 and k.n_regs > 0 and k.n_spills == 0
+    # aligned pointers, n a multiple of 16: 16-byte loads under a mask
+    assert "ld.global.v4.f32" in k.asm["ptx"]
+    assert k.metadata.target == target and k.metadata.num_warps == 4
+
+
+@needs_ptxas
+def test_fp_fusion_is_on_by_default_and_can_be_turned_off():
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "out_ptr": "*fp32"}
+    fused = tilec.compile(fma_kernel, signature=sig, constexprs={"BLOCK": 128})
+    plain = tilec.compile(fma_kernel, signature=sig, constexprs={"BLOCK": 128},
+                          enable_fp_fusion=False)
+    assert "mul.f32" in fused.asm["ptx"] and "mul.rn.f32" not in fused.asm["ptx"]
+    assert "mul.rn.f32" in plain.asm["ptx"] and "add.rn.f32" in plain.asm["ptx"]
+
+
+def test_compile_rejects_an_unknown_type():
+    with pytest.raises(ValueError, match="unknown pointer type"):
+        tilec.compile(add_kernel, signature={"x_ptr": "*float", "y_ptr": "*fp32",
+                                             "out_ptr": "*fp32", "n": "i32"},
+                      constexprs={"BLOCK": 64}, target="cpu")
+
+
+def test_fp8_below_sm89_is_a_clear_error():
+    @tilec.jit
+    def to_fp8(x_ptr, out_ptr):
+        offs = tl.arange(0, 16)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e4nv))
+
+    with pytest.raises(tilec.CompilationError, match="need sm_89 or newer.*sm_80"):
+        tilec.compile(to_fp8, signature={"x_ptr": "*fp32", "out_ptr": "*fp8e4nv"},
+                      target="sm_80")
+
+
+def torch_cuda():
+    import torch
+    return torch
+
+
+@needs_gpu
+def test_fast_path_launches_and_returns_the_same_kernel():
+    torch = torch_cuda()
+    n = 10_007
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    grid = lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    k1 = add_kernel[grid](x, y, out, n, BLOCK=256)
+    out.zero_()
+    k2 = add_kernel[grid](x, y, out, n, BLOCK=256)
+    assert k1 is k2
+    assert torch.equal(out, x + y)
+    assert k1.metadata.backend == "cuda" and k1.n_regs > 0
+    assert "ptx" in k1.asm and "cubin" in k1.asm
+    # another constexpr: another specialization
+    k3 = add_kernel[grid](x, y, out, n, BLOCK=1024)
+    assert k3 is not k1 and torch.equal(out, x + y)
+
+
+@needs_gpu
+def test_changed_constexpr_global_recompiles_on_the_fast_path():
+    global SCALE
+    torch = torch_cuda()
+    x = torch.ones(10, device="cuda")
+    scale_kernel[(1,)](x, 10, BLOCK=16)
+    scale_kernel[(1,)](x, 10, BLOCK=16)
+    assert torch.all(x == 4)
+    SCALE = 3.0
+    try:
+        scale_kernel[(1,)](x, 10, BLOCK=16)
+        assert torch.all(x == 12)
+    finally:
+        SCALE = 2.0
+
+
+@needs_gpu
+def test_launch_on_a_side_stream():
+    torch = torch_cuda()
+    n = 1 << 20
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.zeros_like(x)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
+        add_kernel[(n // 1024,)](x, y, out, n, BLOCK=1024)
+    s.synchronize()
+    assert torch.equal(out, x + y)
+
+
+@needs_gpu
+def test_cpu_and_gpu_tensors_in_one_launch_is_an_error():
+    torch = torch_cuda()
+    x = torch.ones(16, device="cuda")
+    y = torch.ones(16)
+    with pytest.raises(RuntimeError, match="one device"):
+        add_kernel[(1,)](x, y, x, 16, BLOCK=16)
+
+
+@needs_gpu
+def test_interpreter_switch_runs_cuda_tensors_on_the_cpu(monkeypatch):
+    torch = torch_cuda()
+    monkeypatch.setenv("TILEC_INTERPRET", "1")
+    x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    out = torch.zeros_like(x)
+    k = add_kernel[(1,)](x, y, out, 100, BLOCK=128)
+    assert k.metadata.backend == "cpu"
+    assert torch.equal(out, x + y)
+
+
+@needs_gpu
+def test_driver_and_device_properties():
+    from tilec.runtime import driver
+    dev = driver.active.get_current_device()
+    props = driver.active.utils.get_device_properties(dev)
+    assert props["multiprocessor_count"] > 0 and props["warpSize"] == 32
+    assert props["max_shared_mem"] >= 48 * 1024 and props["max_num_regs"] > 0
+    assert driver.active.get_current_stream() is not None
+
+
+@needs_gpu
+def test_warmup_and_init_handles():
+    torch = torch_cuda()
+    x = torch.ones(64, device="cuda")
+    k = add_kernel.warmup(x, x, x, 64, BLOCK=64, grid=(1,))
+    assert k.metadata.backend == "cuda" and k.function is None
+    k._init_handles()
+    assert k.function is not None and k.n_regs > 0
+
+
+@needs_gpu
+def test_shared_memory_over_the_limit_is_out_of_resources():
+    torch = torch_cuda()
+    a = torch.ones(256, 256, device="cuda")
+    c = torch.empty_like(a)
+    with pytest.raises(tilec.OutOfResources, match="shared memory"):
+        big_dot_kernel[(1,)](a, c, B=256)
+
+
+@needs_gpu
+def test_cuda_array_interface_arguments():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.arange(64, dtype=cupy.float32)
+    out = cupy.zeros(64, dtype=cupy.float32)
+    add_kernel[(1,)](x, x, out, 64, BLOCK=64)
+    cupy.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(64) * 2.0)
+
+
+@needs_gpu
+def test_numpy_and_gpu_results_agree_for_the_examples():
+    torch = torch_cuda()
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    import softmax
+    rows, cols = 37, 781
+    xs = torch.randn(rows, cols, device="cuda")
+    ys = torch.empty_like(xs)
+    softmax.softmax_kernel[(rows,)](ys, xs, cols, cols, cols, BLOCK=1024)
+    host = xs.cpu().numpy()
+    out = np.empty_like(host)
+    softmax.softmax_kernel[(rows,)](out, host, cols, cols, cols, BLOCK=1024)
+    np.testing.assert_allclose(ys.cpu().numpy(), out, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(ys, torch.softmax(xs, 1))
