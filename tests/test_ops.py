@@ -1924,6 +1924,71 @@ def test_dot_fp32_ieee_vs_tf32(rng):
     assert min(errors) < 1e-4, errors
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int8"])
+@pytest.mark.parametrize("blocks,warps", [((16, 16, 32), 1), ((64, 32, 32), 2),
+                                          ((32, 64, 64), 4), ((128, 64, 32), 8),
+                                          ((16, 128, 32), 4)])
+def test_dot_tile_shapes_and_warps(rng, dtype, blocks, warps):
+    """Every tile shape and warp count the tensor-core path splits differently."""
+    torch = pytest.importorskip("torch")
+    BM, BN, BK = blocks
+    M, N, K = BM - 3, BN - 5, BK - 1
+    if dtype == "int8":
+        a, b = full_range(rng, (M, K), np.int8), full_range(rng, (K, N), np.int8)
+        c = np.zeros((M, N), np.int32)
+        dot_kernel[(1,)](a, b, c, M, N, K, CASE="default", EXPECTED=tl.int32, BM=BM, BN=BN,
+                         BK=BK, num_warps=warps)
+        np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+        return
+    tdt = getattr(torch, dtype)
+    a = torch.from_numpy(nonzero(rng, (M, K))).to(tdt)
+    b = torch.from_numpy(nonzero(rng, (K, N))).to(tdt)
+    c = torch.zeros(M, N)
+    dot_kernel[(1,)](a, b, c, M, N, K, CASE="default", EXPECTED=tl.float32, BM=BM, BN=BN,
+                     BK=BK, num_warps=warps)
+    if dtype == "float32":  # tf32 inputs, rounded to nearest even as the CPU backend does
+        a = torch.from_numpy(_round_mantissa_even(a.numpy(), 10))
+        b = torch.from_numpy(_round_mantissa_even(b.numpy(), 10))
+    ref = a.double() @ b.double()
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _round_mantissa_even(x, bits):
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    u = u + ((1 << (drop - 1)) - 1) + ((u >> drop) & 1)
+    u = u & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32)
+
+
+@tilec.jit
+def looped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :],
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("warps", [4, 8])
+def test_looped_matmul_fp16(rng, warps):
+    M, N, K = 150, 130, 200
+    a, b = nonzero(rng, (M, K), np.float16), nonzero(rng, (K, N), np.float16)
+    c = np.zeros((M, N), np.float16)
+    looped_matmul_kernel[(tilec.cdiv(M, 64), tilec.cdiv(N, 64))](
+        a, b, c, M, N, K, BM=64, BN=64, BK=32, num_warps=warps)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-3, atol=2e-2)
+
+
 @tilec.jit
 def batched_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr):

@@ -133,6 +133,7 @@ void Lowering::lowerOp(const Op &op) {
     TVal v;
     v.regs.assign(t.isTensor() ? defaultLayout(t.shape)->numRegs() : 1, r);
     v.layout = t.isTensor() ? defaultLayout(t.shape) : nullptr;
+    v.uniform = t.isTensor();
     bind(op.result(), v);
     return;
   }

@@ -50,8 +50,16 @@ void Lowering::lowerFor(const Op &op) {
   std::string lb = val(op.operand(0)).regs[0], ub = val(op.operand(1)).regs[0],
               step = val(op.operand(2)).regs[0];
   std::vector<TVal> carried;
-  for (size_t k = 3; k < op.operands.size(); ++k)
-    carried.push_back(copyInto(*this, val(op.operand(k)), op.operand(k)->type.dtype));
+  const Op &yield = *body.terminator();
+  for (size_t k = 3; k < op.operands.size(); ++k) {
+    TVal init = val(op.operand(k));
+    // A splat initial value takes the layout the loop body gives the value
+    // (an accumulator stays in the tensor cores' layout).
+    if (init.uniform)
+      if (const LinearLayout *want = preferredLayout(yield.operand(k - 3)))
+        init = convert(init, op.operand(k)->type.dtype, want);
+    carried.push_back(copyInto(*this, init, op.operand(k)->type.dtype));
+  }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   std::string top = b.newLabel("for"), end = b.newLabel("for_end");
   b.label(top);

@@ -14,7 +14,7 @@ bool isSmallFloat(DType d) { return isFloat(d) && d != DType::F32 && d != DType:
 } // namespace
 
 // Rounds an f32 to tf32 (10 mantissa bits), to nearest even, as the CPU does.
-static std::string roundTf32(Lowering &L, const std::string &f) {
+std::string roundToTf32(Lowering &L, const std::string &f) {
   std::string bits = L.opReg("mov.b32", RegClass::B32, {f});
   std::string lsb = L.opReg("bfe.u32", RegClass::B32, {bits, "13", "1"});
   std::string up = L.opReg("add.u32", RegClass::B32, {lsb, "4095"});
@@ -37,8 +37,12 @@ void Lowering::lowerDot(const Op &op) {
   DType work = integer ? DType::I32 : (in == DType::F64 || out == DType::F64 ? DType::F64 : DType::F32);
   int wbytes = work == DType::F64 ? 8 : 4;
   bool tf32 = in == DType::F32 && op.strAttr("input_precision") == "tf32";
+  if (const LinearLayout *mma = mmaLayout(op)) {
+    lowerMma(op, mma);
+    return;
+  }
   const TVal &c = val(op.operand(2));
-  const LinearLayout *l = c.isTensor() ? c.layout : defaultLayout(rt.shape);
+  const LinearLayout *l = c.isTensor() && !c.uniform ? c.layout : defaultLayout(rt.shape);
   TVal accIn = convert(c, out, l);
 
   // Operands to shared memory, converted to the working type.
@@ -59,7 +63,7 @@ void Lowering::lowerDot(const Op &op) {
       else if (isSmallFloat(d))
         e = toF32(e, d);
       if (tf32)
-        e = roundTf32(*this, e);
+        e = roundToTf32(*this, e);
       storeShared(sharedElement(vl, r, wbytes, start), work, e);
     }
   };

@@ -110,45 +110,47 @@ void Lowering::barrier() { b.emit("bar.sync 0"); }
 SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
                                    const std::vector<int64_t> &strides, int bytes,
                                    int64_t start) {
-  Lowering &L = *this;
-  auto &cache = sharedThreadAddrs_;
-  // This thread's part of the flat index, computed once per layout and strides.
+  // This thread's part of the address, computed once per layout and strides.
   std::string key = l->str() + "/" + std::to_string(bytes);
   for (int64_t s : strides)
     key += "," + std::to_string(s);
-  int64_t threadBits = 0;
-  for (const Coords &c : l->lanes)
-    threadBits |= flatOf(c, strides);
-  for (const Coords &c : l->warps)
-    threadBits |= flatOf(c, strides);
-  auto it = cache.find(key);
+  auto it = sharedThreadAddrs_.find(key);
   std::string threadAddr;
-  if (it != cache.end()) {
+  if (it != sharedThreadAddrs_.end()) {
     threadAddr = it->second;
   } else {
-    std::string flat = L.b.reg(RegClass::B32);
-    L.b.emitPrologue("mov.u32 " + flat + ", 0");
+    std::string flat = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + flat + ", 0");
     for (int d = 0; d < l->rank(); ++d) {
       if (!strides[d])
         continue;
-      std::string t = L.b.reg(RegClass::B32);
-      L.b.emitPrologue("mul.lo.u32 " + t + ", " + L.threadCoord(l, d) + ", " + imm(strides[d]));
-      L.b.emitPrologue("xor.b32 " + flat + ", " + flat + ", " + t);
+      b.emitPrologue("mad.lo.u32 " + flat + ", " + threadCoord(l, d) + ", " + imm(strides[d]) +
+                     ", " + flat);
     }
-    threadAddr = L.b.reg(RegClass::B32);
-    L.b.emitPrologue("mad.lo.u32 " + threadAddr + ", " + flat + ", " + imm(bytes) + ", " +
-                     L.sharedBase());
-    cache[key] = threadAddr;
+    threadAddr = b.reg(RegClass::B32);
+    b.emitPrologue("mad.lo.u32 " + threadAddr + ", " + flat + ", " + imm(bytes) + ", " +
+                   sharedBase());
+    sharedThreadAddrs_[key] = threadAddr;
   }
-  int64_t regFlat = flatOf(l->regCoords(r), strides);
-  if ((regFlat & threadBits) == 0)
-    return SharedAddr{threadAddr, regFlat * bytes + start};
-  // Register and thread bits overlap (a swizzled layout): combine at run time.
-  std::string base = L.sharedBase();
-  std::string flat = L.opReg("sub.u32", RegClass::B32, {threadAddr, base});
-  flat = L.opReg("shr.u32", RegClass::B32, {flat, imm(__builtin_ctz(bytes))});
-  flat = L.opReg("xor.b32", RegClass::B32, {flat, imm(regFlat)});
-  std::string addr = L.opReg("mad.lo.u32", RegClass::B32, {flat, imm(bytes), base});
+  // Where register and thread bits of every dim are disjoint (blocked and MMA
+  // layouts), coordinates add, and so do addresses: an immediate offset.
+  Coords rc = l->regCoords(r);
+  bool disjoint = true;
+  for (int d = 0; d < l->rank(); ++d) {
+    int64_t threadBits = 0;
+    for (const Coords &c : l->lanes)
+      threadBits |= c[d];
+    for (const Coords &c : l->warps)
+      threadBits |= c[d];
+    disjoint &= (rc[d] & threadBits) == 0;
+  }
+  if (disjoint)
+    return SharedAddr{threadAddr, flatOf(rc, strides) * bytes + start};
+  std::string flat = opReg("mov.u32", RegClass::B32, {"0"});
+  for (int d = 0; d < l->rank(); ++d)
+    if (strides[d])
+      flat = opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, d, r), imm(strides[d]), flat});
+  std::string addr = opReg("mad.lo.u32", RegClass::B32, {flat, imm(bytes), sharedBase()});
   return SharedAddr{addr, start};
 }
 
@@ -202,8 +204,8 @@ std::string Lowering::loadShared(const SharedAddr &a, DType d) {
 }
 
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
-  if (!v.isTensor())
-    return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0])};
+  if (!v.isTensor() || v.uniform)
+    return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
   if (v.layout == to || *v.layout == *to)
     return TVal{to, v.regs};
   std::vector<int> map = registerOnlyConversion(*v.layout, *to);
@@ -273,7 +275,7 @@ void Lowering::lowerShape(const Op &op) {
       return;
     }
     int axis = (int)op.intAttr("axis");
-    bind(op.result(), TVal{intern(expandDimsLayout(*src.layout, axis)), src.regs});
+    bind(op.result(), TVal{intern(expandDimsLayout(*src.layout, axis)), src.regs, src.uniform});
     return;
   }
   case OpKind::Reshape: {

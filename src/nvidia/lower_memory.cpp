@@ -10,6 +10,8 @@ namespace tilec::nvidia {
 
 namespace {
 
+} // namespace
+
 // How many leading registers hold consecutive elements of the last dim.
 int contiguousRegisters(const LinearLayout &l) {
   int last = l.rank() - 1, k = 0;
@@ -22,6 +24,8 @@ int contiguousRegisters(const LinearLayout &l) {
   }
   return 1 << k;
 }
+
+namespace {
 
 int floorPow2(int64_t v) {
   int p = 1;
@@ -121,8 +125,7 @@ static std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::
 }
 
 // Packs elements narrower than 4 bytes into 32-bit words.
-static std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems,
-                                          DType d) {
+std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems, DType d) {
   std::vector<std::string> words;
   int bytes = dtypeBytes(d), per = 4 / bytes;
   for (size_t k = 0; k < elems.size(); k += per) {

@@ -18,6 +18,7 @@ namespace tilec::nvidia {
 struct TVal {
   const LinearLayout *layout = nullptr; // null: a scalar
   std::vector<std::string> regs;
+  bool uniform = false; // every element the same register (a splat): any layout is free
   bool isTensor() const { return layout != nullptr; }
 };
 
@@ -29,6 +30,15 @@ struct SharedAddr {
     return "[" + base + (offset ? "+" + std::to_string(offset) : "") + "]";
   }
 };
+
+class Lowering;
+// An f32 rounded to tf32 as the CPU backend rounds it: nearest, ties to even.
+std::string roundToTf32(Lowering &L, const std::string &f);
+
+// Packs elements narrower than 4 bytes into 32-bit words (lower_memory.cpp).
+std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems, DType d);
+// How many leading registers of `l` hold consecutive elements of its last dim.
+int contiguousRegisters(const LinearLayout &l);
 
 class Lowering {
 public:
@@ -118,6 +128,12 @@ public:
   void lowerReduce(const Op &op);
   void lowerCumSum(const Op &op);
   void lowerDot(const Op &op);
+  // Tensor cores (lower_mma.cpp): the accumulator layout when mma.sync can
+  // run this dot, else null; and the lowering itself.
+  const LinearLayout *mmaLayout(const Op &dot);
+  void lowerMma(const Op &op, const LinearLayout *acc);
+  // The layout a value would like to have (a dot's accumulator), if any.
+  const LinearLayout *preferredLayout(const Value *v, int depth = 0);
   void lowerFor(const Op &op);
   void lowerIf(const Op &op);
   void lowerWhile(const Op &op);
