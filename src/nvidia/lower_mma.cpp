@@ -113,7 +113,20 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   int64_t aBytes = M * rowBytes, bStart = (aBytes + 127) / 128 * 128;
   b.comment("dot " + at.str() + " x " + bt.str() + " on tensor cores (mma." + kind.shape + ")");
 
-  // 1. A as [M][K] in shared memory; B as [K][N] (16-bit types, read with
+  // 1. The accumulator in f32 (or s32) registers of the MMA layout; first, since
+  // converting it may use the shared scratch the operands are staged in.
+  const TVal &c = val(op.operand(2));
+  TVal cv = convert(c, out, accLayout);
+  DType accType = kind.integer ? DType::I32 : DType::F32;
+  std::vector<std::string> acc;
+  for (const std::string &r : cv.regs) {
+    std::string v = kind.integer ? r : toF32(r, out);
+    std::string fresh = newReg(accType);
+    b.emit(std::string("mov") + regType(regClassOf(accType)) + " " + fresh + ", " + v);
+    acc.push_back(fresh);
+  }
+
+  // 2. A as [M][K] in shared memory; B as [K][N] (16-bit types, read with
   // ldmatrix.trans) or [N][K] (the others).
   bool bTrans = bytes == 2;
   int64_t bRowBytes = bTrans ? N * bytes + 16 : rowBytes;
@@ -177,18 +190,6 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   else
     stageTransposed(op.operand(1), bStart);
   barrier();
-
-  // 2. The accumulator, in f32 (or s32) registers of the MMA layout.
-  const TVal &c = val(op.operand(2));
-  TVal cv = convert(c, out, accLayout);
-  DType accType = kind.integer ? DType::I32 : DType::F32;
-  std::vector<std::string> acc;
-  for (const std::string &r : cv.regs) {
-    std::string v = kind.integer ? r : toF32(r, out);
-    std::string fresh = newReg(accType);
-    b.emit(std::string("mov") + regType(regClassOf(accType)) + " " + fresh + ", " + v);
-    acc.push_back(fresh);
-  }
 
   // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile.
   int64_t kHalf = 16 / bytes; // elements in 16 bytes
