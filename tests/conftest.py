@@ -1,3 +1,9 @@
+import os
+import tempfile
+
+# Every test (and each process it starts) uses a fresh disk cache, never the user's.
+os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-test-cache-"))
+
 import ctypes
 
 import numpy as np

@@ -1990,6 +1990,38 @@ def test_looped_matmul_fp16(rng, warps):
 
 
 @tilec.jit
+def pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_pointer_matmul_pipelined(rng, stages, dtype):
+    """The loop Triton's tutorial writes: loads software-pipelined at num_stages."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 128, 192, 160
+    tdt = getattr(torch, dtype)
+    a = torch.from_numpy(nonzero(rng, (M, K))).to(tdt)
+    b = torch.from_numpy(nonzero(rng, (K, N))).to(tdt)
+    c = torch.zeros(M, N)
+    pointer_matmul_kernel[(M // 64, N // 64)](a, b, c, M, N, K, K, N, N, BM=64, BN=64, BK=32,
+                                              num_stages=stages, num_warps=4)
+    ref = a.double() @ b.double()
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-4)
+
+
+@tilec.jit
 def batched_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr):
     rb = tl.arange(0, BB)[:, None, None]

@@ -2,6 +2,7 @@
 target=...)`` gives the Tile IR, PTX and cubin of a kernel, with or without a GPU."""
 
 from . import _C
+from .cache import gpu_kernel
 from .errors import CompilationError
 
 # Triton's type strings -> ours.
@@ -66,7 +67,9 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
     compiled, log = kernel._compile_ir(specs)
     options = {"num_warps": num_warps, "num_stages": num_stages,
                "enable_fp_fusion": enable_fp_fusion, "debug": debug}
-    gpu = None if target == "cpu" else compile_gpu(compiled, target, options)
+    gpu = None
+    if target != "cpu":
+        gpu = gpu_kernel(kernel, compiled, specs, log, target, options)
     out = CompiledKernel(compiled, specs, gpu, options)
     out.globals_read = log
     return out

@@ -80,7 +80,8 @@ class CompiledKernel:
             self.metadata.shared = gpu.shared
             self.n_regs = max(gpu.n_regs, 0)
             self.n_spills = gpu.n_spills
-            self.compile_ms = compiled.compile_ms + gpu.emit_ms + gpu.assemble_ms
+            if not gpu.from_cache:  # else its times are those of the process that compiled it
+                self.compile_ms = compiled.compile_ms + gpu.emit_ms + gpu.assemble_ms
 
     def _init_handles(self, device=None):
         """Loads the module on the device (Triton's name for it); sets n_regs."""
@@ -256,8 +257,8 @@ class JITFunction:
                 self.cache[specs] = cpu
         gpu = None
         if arch is not None:
-            from .compiler import compile_gpu
-            gpu = compile_gpu(compiled, arch, options)
+            from .cache import gpu_kernel
+            gpu = gpu_kernel(self, compiled, specs, log, arch, options)
         kernel = CompiledKernel(compiled, specs, gpu, options)
         kernel.globals_read = log
         self.cache[key] = kernel

@@ -1,5 +1,6 @@
 // The Python extension module tilec._C: compile a kernel, run it on the CPU,
-// and the developer entry points (AST dump, IR passes) the tests use.
+// the disk cache of GPU kernels, and the developer entry points (AST dump, IR
+// passes) the tests use.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -19,6 +20,7 @@
 #include "runtime/assembler.h"
 #include "runtime/compiler.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/disk_cache.h"
 #include "runtime/gpu_kernel.h"
 
 namespace nb = nanobind;
@@ -242,6 +244,29 @@ nb::dict deviceProperties(int device) {
   return d;
 }
 
+nb::bytes asBytes(const std::string &s) { return nb::bytes(s.data(), s.size()); }
+
+std::string bytesOf(nb::bytes b) { return std::string(b.c_str(), b.size()); }
+
+std::shared_ptr<GpuKernel> loadCached(const std::string &key) {
+  nb::gil_scoped_release release; // file I/O: other threads may compile meanwhile
+  return loadGpuKernel(key);
+}
+
+void bindDiskCache(nb::module_ &m) {
+  m.def("cache_dir", &cacheDir, "the disk cache's directory; '' when it is disabled");
+  m.def("hash_hex", [](nb::bytes b) { return hashHex(bytesOf(b)); }, nb::arg("data"));
+  m.def("hash_hex", [](const std::string &s) { return hashHex(s); }, nb::arg("data"),
+        "a 128-bit digest of bytes or of a str's UTF-8, as 32 hex digits");
+  m.def("load_gpu_kernel", &loadCached, nb::arg("key"),
+        "the kernel stored under key, or None (missing, disabled or unreadable)");
+  m.def("store_gpu_kernel", &storeGpuKernel, nb::arg("key"), nb::arg("kernel"),
+        "stores the kernel under key; False when nothing was written");
+  m.def("gpu_kernel_from_bytes",
+        [](nb::bytes b) { return gpuKernelFromBytes(bytesOf(b)); }, nb::arg("data"),
+        "GpuKernel.to_bytes() read back; None for anything else");
+}
+
 std::string dumpAstText(const std::string &text, const std::string &filename) {
   return dumpAst(*parseFunction(makeSource(text, filename, 1)));
 }
@@ -273,7 +298,7 @@ NB_MODULE(_C, m) {
       .def_ro("name", &GpuKernel::name)
       .def_ro("arch", &GpuKernel::arch)
       .def_ro("ptx", &GpuKernel::ptx)
-      .def_prop_ro("cubin", [](const GpuKernel &k) { return nb::bytes(k.cubin.data(), k.cubin.size()); })
+      .def_prop_ro("cubin", [](const GpuKernel &k) { return asBytes(k.cubin); })
       .def_ro("assembler", &GpuKernel::assembler)
       .def_ro("num_threads", &GpuKernel::numThreads)
       .def_ro("shared", &GpuKernel::sharedBytes)
@@ -281,6 +306,8 @@ NB_MODULE(_C, m) {
       .def_ro("n_spills", &GpuKernel::spillBytes)
       .def_ro("emit_ms", &GpuKernel::emitMs)
       .def_ro("assemble_ms", &GpuKernel::assembleMs)
+      .def_ro("from_cache", &GpuKernel::fromCache)
+      .def("to_bytes", [](const GpuKernel &k) { return asBytes(gpuKernelToBytes(k)); })
       .def("load", [](GpuKernel &k, int device) { k.loaded(device); })
       .def("launch", &launchGpu, nb::arg("grid"), nb::arg("args"), nb::arg("stream"),
            nb::arg("device"));
@@ -296,6 +323,7 @@ NB_MODULE(_C, m) {
   m.def("synchronize", &cuda::synchronize);
   m.def("pointer_device", &cuda::pointerDevice);
   m.def("find_ptxas", &findPtxas);
+  bindDiskCache(m);
 
   nb::class_<CompiledKernel>(m, "CompiledKernel")
       .def_ro("name", &CompiledKernel::name)

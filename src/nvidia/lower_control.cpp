@@ -61,6 +61,13 @@ void Lowering::lowerFor(const Op &op) {
     carried.push_back(copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
+  std::unique_ptr<Pipeline> pipeline = planPipeline(op);
+  if (pipeline) {
+    beginPipeline(*pipeline, op, carried);
+    pipeline->iv = iv;
+    for (PipelinedLoad &l : pipeline->loads)
+      pipelinedLoads[l.load] = pipeline.get();
+  }
   std::string top = b.newLabel("for"), end = b.newLabel("for_end");
   b.label(top);
   std::string s = isUnsigned(ivType) ? (dtypeBits(ivType) == 64 ? ".u64" : ".u32")
@@ -85,9 +92,16 @@ void Lowering::lowerFor(const Op &op) {
     bind(body.args[k + 1].get(), carried[k]);
   lowerBlock(body);
   parallelMove(*this, carried, operandsFrom(*body.terminator(), 0));
+  if (pipeline)
+    endIteration(*pipeline);
   b.emit(std::string("add") + s + " " + iv + ", " + iv + ", " + step);
   b.emit("bra.uni " + top);
   b.label(end);
+  if (pipeline) {
+    endPipeline(*pipeline);
+    for (PipelinedLoad &l : pipeline->loads)
+      pipelinedLoads.erase(l.load);
+  }
   for (size_t k = 0; k < carried.size(); ++k)
     bind(op.result((int)k), carried[k]);
 }

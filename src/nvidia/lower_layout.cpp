@@ -90,12 +90,28 @@ std::string Lowering::ownerPredicate(const LinearLayout *l) {
   return p;
 }
 
+// The scratch follows the pipeline stages; their size is known only once the
+// whole kernel is lowered, so the offset is a placeholder run() fills in.
 std::string Lowering::sharedBase() {
   if (sharedBase_.empty()) {
     sharedBase_ = b.reg(RegClass::B32);
     b.emitPrologue("mov.u32 " + sharedBase_ + ", tilec_smem");
+    b.emitPrologue("add.u32 " + sharedBase_ + ", " + sharedBase_ + ", TILEC_PIPELINE_BYTES");
   }
   return sharedBase_;
+}
+
+std::string Lowering::pipelineBase() {
+  if (pipelineBase_.empty()) {
+    pipelineBase_ = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + pipelineBase_ + ", tilec_smem");
+  }
+  return pipelineBase_;
+}
+
+void Lowering::needPipelineShared(int64_t bytes) {
+  pipelineBase();
+  pipelineBytes_ = std::max(pipelineBytes_, (bytes + 127) / 128 * 128);
 }
 
 void Lowering::needShared(int64_t bytes) {

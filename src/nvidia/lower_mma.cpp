@@ -184,12 +184,24 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
         storeShared(a, DType::F32, element(xv.regs[r]));
     }
   };
-  stageRows(op.operand(0), 0, rowBytes);
-  if (bTrans)
+  // Operands a pipelined loop already copied are read where they are.
+  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
+  if (aBase.empty())
+    stageRows(op.operand(0), 0, rowBytes);
+  if (bBase.empty() && bTrans)
     stageRows(op.operand(1), bStart, bRowBytes);
-  else
+  else if (bBase.empty())
     stageTransposed(op.operand(1), bStart);
-  barrier();
+  if (aBase.empty() || bBase.empty())
+    barrier();
+  else
+    needShared(0);
+  if (!bBase.empty())
+    bStart = 0;
+  if (aBase.empty())
+    aBase = sharedBase();
+  if (bBase.empty())
+    bBase = sharedBase();
 
   // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile.
   int64_t kHalf = 16 / bytes; // elements in 16 bytes
@@ -209,18 +221,18 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   std::string bit4 = opReg("bfe.u32", RegClass::B32, {lane, "4", "1"});
   std::string aRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
   aRow = opReg("add.u32", RegClass::B32, {aRow, warpM});
-  std::string aAddr = opReg("mad.lo.u32", RegClass::B32, {aRow, imm(rowBytes), sharedBase()});
+  std::string aAddr = opReg("mad.lo.u32", RegClass::B32, {aRow, imm(rowBytes), aBase});
   aAddr = opReg("mad.lo.u32", RegClass::B32, {bit4, "16", aAddr});
   std::string bAddr;
   if (bTrans) { // rows k: (l&7) + 8*((l>>3)&1); columns n: 8*((l>>4)&1)
     std::string kRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {kRow, imm(bRowBytes), sharedBase()});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {kRow, imm(bRowBytes), bBase});
     std::string nCol = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", warpN});
     bAddr = opReg("mad.lo.u32", RegClass::B32, {nCol, imm(bytes), bAddr});
   } else { // rows n: (l&7) + 8*((l>>4)&1); k half (l>>3)&1
     std::string bRow = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", l7});
     bRow = opReg("add.u32", RegClass::B32, {bRow, warpN});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {bRow, imm(rowBytes), sharedBase()});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {bRow, imm(rowBytes), bBase});
     bAddr = opReg("mad.lo.u32", RegClass::B32, {bit3, "16", bAddr});
   }
   auto regList = [](const std::vector<std::string> &r) {

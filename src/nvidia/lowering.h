@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <map>
 #include <unordered_map>
 
@@ -16,9 +17,16 @@
 namespace tilec::nvidia {
 
 struct TVal {
+  TVal() = default;
+  TVal(const LinearLayout *l, std::vector<std::string> r, bool u = false)
+      : layout(l), regs(std::move(r)), uniform(u) {}
+
   const LinearLayout *layout = nullptr; // null: a scalar
   std::vector<std::string> regs;
   bool uniform = false; // every element the same register (a splat): any layout is free
+  // A tile a pipelined loop copied to shared memory, in the layout the dot
+  // reads: the register holding its address (and no registers of elements).
+  std::string sharedTile;
   bool isTensor() const { return layout != nullptr; }
 };
 
@@ -29,6 +37,25 @@ struct SharedAddr {
   std::string str() const {
     return "[" + base + (offset ? "+" + std::to_string(offset) : "") + "]";
   }
+};
+
+// One load of a pipelined loop (pipeline_loads.cpp).
+struct PipelinedLoad {
+  const Op *load = nullptr;
+  int carried = 0;              // which loop-carried value is its pointer
+  const Value *delta = nullptr; // what the loop adds to the pointer each iteration
+  int64_t rows = 0, rowBytes = 0, slotBytes = 0, offset = 0;
+  int bytes = 0;
+  TVal next; // the pointers of the next iteration to copy
+};
+
+struct Pipeline {
+  const Op *dot = nullptr;
+  PipelinedLoad loads[2]; // A and B
+  int stages = 0;
+  int64_t totalBytes = 0, step = 0;
+  std::string readSlot, writeSlot, ub, iv;
+  bool waited = false;
 };
 
 class Lowering;
@@ -132,6 +159,17 @@ public:
   // run this dot, else null; and the lowering itself.
   const LinearLayout *mmaLayout(const Op &dot);
   void lowerMma(const Op &op, const LinearLayout *acc);
+  // Software pipelining of a loop's dot operands (pipeline_loads.cpp).
+  std::unique_ptr<Pipeline> planPipeline(const Op &forOp);
+  void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
+  void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
+  void endIteration(Pipeline &p);
+  void endPipeline(Pipeline &p);
+  // The start of dynamic shared memory, where pipeline stages live; the
+  // scratch (sharedBase) follows them.
+  std::string pipelineBase();
+  void needPipelineShared(int64_t bytes);
+  std::map<const Op *, Pipeline *> pipelinedLoads;
   // The layout a value would like to have (a dot's accumulator), if any.
   const LinearLayout *preferredLayout(const Value *v, int depth = 0);
   void lowerFor(const Op &op);
@@ -153,7 +191,8 @@ private:
   std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
   std::map<const LinearLayout *, std::string> owners_;
   std::map<std::string, std::string> sharedThreadAddrs_;
-  std::string sharedBase_;
+  std::string sharedBase_, pipelineBase_;
+  int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
   int vecBytes_ = 16;
   int minElementBytes_ = 4;

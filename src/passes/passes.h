@@ -15,6 +15,10 @@ bool foldConstants(Function &fn);
 // earlier one dominates the later one. Invalidates: value ids.
 bool eliminateCommonSubexpressions(Function &fn);
 
+// Moves pure ops of loop bodies whose operands are defined outside the loop
+// to just before it. Invalidates: value ids.
+bool hoistLoopInvariants(Function &fn);
+
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.
 bool eliminateDeadCode(Function &fn);

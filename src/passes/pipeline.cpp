@@ -22,6 +22,7 @@ const Pass kPasses[] = {
     {"fold", foldConstants},
     {"cse", eliminateCommonSubexpressions},
     {"dce", eliminateDeadCode},
+    {"licm", hoistLoopInvariants},
 };
 
 // The pipeline, in order.
@@ -29,6 +30,8 @@ const Pass kPipeline[] = {
     {"fold", foldConstants},
     {"cse", eliminateCommonSubexpressions},
     {"fold", foldConstants},
+    {"licm", hoistLoopInvariants},
+    {"cse", eliminateCommonSubexpressions},
     {"dce", eliminateDeadCode},
 };
 
@@ -50,7 +53,7 @@ const Pass &passNamed(const std::string &name) {
   for (const Pass &pass : kPasses)
     if (name == pass.name)
       return pass;
-  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce)");
+  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce, licm)");
 }
 
 } // namespace

@@ -1,10 +1,17 @@
-// GPU compilation and launch.
+// GPU compilation, the kernel's bytes in the disk cache, and launch.
 #include "runtime/gpu_kernel.h"
 
+#include <cerrno>
+#include <cctype>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "runtime/assembler.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/disk_cache.h"
 
 namespace tilec {
 
@@ -31,6 +38,215 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   }
   return out;
 }
+
+// --- bytes for the disk cache ---
+
+namespace {
+
+// Names the layout of the fields below; bump it when they change. (The cache
+// key holds a hash of the compiler's binary too, so an entry from another
+// build is never read; this only guards against reading arbitrary bytes.)
+constexpr const char *kFormat = "tilec-gpu-kernel-1";
+
+char paramCode(nvidia::ParamKind kind) {
+  switch (kind) {
+  case nvidia::ParamKind::U32:
+    return 'i';
+  case nvidia::ParamKind::U64:
+    return 'l';
+  case nvidia::ParamKind::F32:
+    return 'f';
+  case nvidia::ParamKind::F64:
+    return 'd';
+  }
+  return '?'; // not reached: -Werror=switch makes a new kind add its code above
+}
+
+bool paramFromCode(char code, nvidia::ParamKind &kind) {
+  // Every kind, as in paramCode's switch.
+  for (auto k : {nvidia::ParamKind::U32, nvidia::ParamKind::U64, nvidia::ParamKind::F32,
+                 nvidia::ParamKind::F64}) {
+    if (paramCode(k) == code) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Doubles as their bit patterns in hex: exact, and free of the C locale's
+// decimal point (which Python code may change).
+std::string doubleText(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, 8);
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", (unsigned long long)bits);
+  return text;
+}
+
+// Only what std::to_string and doubleText write: strtoll and strtoull alone
+// would take blanks, signs and "0x" and stop at a stray byte.
+bool isDigits(const std::string &text, size_t from, bool hex) {
+  if (text.size() <= from || text.size() > from + 19)
+    return false;
+  for (size_t i = from; i < text.size(); ++i)
+    if (!(hex ? std::isxdigit((unsigned char)text[i]) : std::isdigit((unsigned char)text[i])))
+      return false;
+  return true;
+}
+
+// The whole of `text` as an int.
+bool parseInt(const std::string &text, int &out) {
+  if (!isDigits(text, !text.empty() && text[0] == '-', false))
+    return false;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno != 0 || v < INT_MIN || v > INT_MAX)
+    return false;
+  out = (int)v;
+  return true;
+}
+
+bool parseBool(const std::string &text, bool &out) {
+  if (text != "0" && text != "1")
+    return false;
+  out = text == "1";
+  return true;
+}
+
+bool parseDouble(const std::string &text, double &out) {
+  if (text.size() != 16 || !isDigits(text, 0, true))
+    return false;
+  errno = 0;
+  uint64_t b = std::strtoull(text.c_str(), nullptr, 16);
+  if (errno != 0)
+    return false;
+  std::memcpy(&out, &b, 8);
+  return true;
+}
+
+bool parseParams(const std::string &codes, std::vector<nvidia::ParamKind> &out) {
+  out.resize(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i)
+    if (!paramFromCode(codes[i], out[i]))
+      return false;
+  return true;
+}
+
+// What no compile produces: a kernel read back with these is not one.
+bool isPlausible(const GpuKernel &k) {
+  return !k.name.empty() && !k.ptx.empty() && k.arch == k.options.arch && k.numThreads > 0 &&
+         k.sharedBytes >= 0 && k.numRegs >= -1 && k.spillBytes >= 0 && k.options.numWarps > 0 &&
+         k.options.numStages >= 0;
+}
+
+} // namespace
+
+std::string gpuKernelToBytes(const GpuKernel &k) {
+  std::string params;
+  for (nvidia::ParamKind p : k.params)
+    params += paramCode(p);
+  const nvidia::GpuOptions &o = k.options;
+  return packFields({
+      {"format", kFormat},
+      {"name", k.name},
+      {"arch", k.arch},
+      {"ptx", k.ptx},
+      {"cubin", k.cubin},
+      {"assembler", k.assembler},
+      {"params", params},
+      {"num_threads", std::to_string(k.numThreads)},
+      {"shared_bytes", std::to_string(k.sharedBytes)},
+      {"num_regs", std::to_string(k.numRegs)},
+      {"spill_bytes", std::to_string(k.spillBytes)},
+      {"options.arch", o.arch},
+      {"options.num_warps", std::to_string(o.numWarps)},
+      {"options.num_stages", std::to_string(o.numStages)},
+      {"options.enable_fp_fusion", o.enableFpFusion ? "1" : "0"},
+      {"options.debug", o.debug ? "1" : "0"},
+      {"emit_ms", doubleText(k.emitMs)},
+      {"assemble_ms", doubleText(k.assembleMs)},
+  });
+}
+
+namespace {
+
+// The field names gpuKernelToBytes writes, in order: bytes to read back must
+// have exactly these.
+const std::vector<std::string> &fieldNames() {
+  static const std::vector<std::string> names = [] {
+    std::optional<Fields> fields = unpackFields(gpuKernelToBytes(GpuKernel()));
+    std::vector<std::string> out;
+    for (const auto &field : *fields)
+      out.push_back(field.first);
+    return out;
+  }();
+  return names;
+}
+
+bool hasFieldNames(const Fields &fields) {
+  const std::vector<std::string> &names = fieldNames();
+  if (fields.size() != names.size())
+    return false;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (fields[i].first != names[i])
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
+  std::optional<Fields> fields = unpackFields(bytes);
+  if (!fields || !hasFieldNames(*fields))
+    return nullptr;
+  std::map<std::string, std::string> f(fields->begin(), fields->end());
+  if (f["format"] != kFormat)
+    return nullptr;
+  auto k = std::make_shared<GpuKernel>();
+  nvidia::GpuOptions &o = k->options;
+  k->name = f["name"];
+  k->arch = f["arch"];
+  k->ptx = f["ptx"];
+  k->cubin = f["cubin"];
+  k->assembler = f["assembler"];
+  o.arch = f["options.arch"];
+  bool ok = parseParams(f["params"], k->params) && parseInt(f["num_threads"], k->numThreads) &&
+            parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
+            parseInt(f["spill_bytes"], k->spillBytes) &&
+            parseInt(f["options.num_warps"], o.numWarps) &&
+            parseInt(f["options.num_stages"], o.numStages) &&
+            parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
+            parseBool(f["options.debug"], o.debug) && parseDouble(f["emit_ms"], k->emitMs) &&
+            parseDouble(f["assemble_ms"], k->assembleMs);
+  if (!ok || !isPlausible(*k))
+    return nullptr;
+  return k;
+}
+
+std::shared_ptr<GpuKernel> loadGpuKernel(const std::string &key) {
+  try {
+    std::optional<std::string> bytes = cacheRead(key);
+    if (!bytes)
+      return nullptr;
+    std::shared_ptr<GpuKernel> k = gpuKernelFromBytes(*bytes);
+    if (k)
+      k->fromCache = true;
+    return k;
+  } catch (...) { // out of memory: a miss
+    return nullptr;
+  }
+}
+
+bool storeGpuKernel(const std::string &key, const GpuKernel &kernel) {
+  try {
+    return cacheWrite(key, gpuKernelToBytes(kernel));
+  } catch (...) {
+    return false;
+  }
+}
+
+// --- launch ---
 
 const cuda::Kernel &GpuKernel::loaded(int device) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,6 +1,7 @@
 // A kernel compiled for an NVIDIA target: the PTX, the cubin when an
 // assembler was found, what launching needs, and the launch itself (module
-// loaded once per device, arguments packed without Python in the loop).
+// loaded once per device, arguments packed without Python in the loop); and
+// the kernel as bytes in the disk cache, so another process skips ptxas.
 #pragma once
 
 #include <array>
@@ -23,7 +24,8 @@ struct GpuKernel {
   std::vector<nvidia::ParamKind> params;
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
   nvidia::GpuOptions options;
-  double emitMs = 0, assembleMs = 0;
+  double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not
+  bool fromCache = false;             // read from the disk cache, not compiled here
 
   // Loads the module on `device` (once) and returns it.
   const cuda::Kernel &loaded(int device);
@@ -41,5 +43,16 @@ private:
 // to a cubin. Throws CompileError for what the target cannot run.
 std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
                                          const nvidia::GpuOptions &options, bool assemble);
+
+// Every field but the loaded modules and fromCache, as bytes (packFields)
+// and back; nullptr for bytes that are not such a kernel, whatever they hold.
+std::string gpuKernelToBytes(const GpuKernel &kernel);
+std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes);
+
+// The disk cache of compiled kernels (runtime/disk_cache.h). Load gives
+// nullptr on a miss, and on an entry that does not read back as a kernel, so
+// the caller compiles; store gives false when nothing was written. Neither throws.
+std::shared_ptr<GpuKernel> loadGpuKernel(const std::string &key);
+bool storeGpuKernel(const std::string &key, const GpuKernel &kernel);
 
 } // namespace tilec

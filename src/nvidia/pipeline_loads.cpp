@@ -1,0 +1,235 @@
+// Software pipelining of the loads that feed a tensor-core dot in a for loop
+// (num_stages >= 2): the tiles of the next num_stages-1 iterations are copied
+// to shared memory with cp.async while the current one is multiplied, each
+// straight into the layout the dot reads with ldmatrix.
+//
+// Taken when a loop's A and B tiles are each loaded from a loop-carried
+// pointer advanced by a loop-invariant offset, with no mask or a
+// loop-invariant one, and feed one dot that runs on mma.sync; B of 16-bit
+// types (copied as [K][N], read with ldmatrix.trans). Other loops run as written.
+#include <unordered_set>
+
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+bool definedInside(const Block &body, const Value *v) {
+  bool inside = false;
+  walk(const_cast<Block &>(body), [&](Op *op) {
+    for (auto &r : op->results)
+      inside |= r.get() == v;
+  });
+  for (auto &a : body.args)
+    inside |= a.get() == v;
+  return inside;
+}
+
+int useCount(const Block &body, const Value *v) {
+  int n = 0;
+  walk(const_cast<Block &>(body), [&](Op *op) {
+    for (const Value *o : op->operands)
+      n += o == v;
+  });
+  return n;
+}
+
+bool isZeroConstant(const Value *v) {
+  const Op *d = v->def;
+  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 &&
+         d->intAttr("value") == 0;
+}
+
+} // namespace
+
+// Whether `load` (in `body` of loop `op`) can be pipelined; fills `s`.
+static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, PipelinedLoad &s) {
+  const Block &body = *forOp.regions[0];
+  const Value *ptr = load.operand(0);
+  int carried = -1;
+  for (size_t k = 1; k < body.args.size(); ++k)
+    if (body.args[k].get() == ptr)
+      carried = (int)k - 1;
+  if (carried < 0 || !ptr->type.isTensor() || ptr->type.rank() != 2)
+    return false;
+  if (load.operands.size() > 1 && definedInside(body, load.operand(1)))
+    return false; // a mask that changes with the iteration
+  if (load.operands.size() > 2 && !isZeroConstant(load.operand(2)))
+    return false;
+  const Op *next = body.terminator()->operand(carried)->def;
+  if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
+      definedInside(body, next->operand(1)))
+    return false;
+  if (useCount(body, load.result()) != 1)
+    return false;
+  s.load = &load;
+  s.carried = carried;
+  s.delta = next->operand(1);
+  return true;
+}
+
+std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
+  if (opts.numStages < 2)
+    return nullptr;
+  const Block &body = *forOp.regions[0];
+  const Op *step = forOp.operand(2)->def;
+  if (!step || step->kind != OpKind::Constant || step->intAttr("value") <= 0 ||
+      body.args[0]->type.dtype != DType::I32)
+    return nullptr;
+  for (auto &opPtr : body.ops) {
+    const Op &dot = *opPtr;
+    if (dot.kind != OpKind::Dot || !mmaLayout(dot))
+      continue;
+    const Op *a = dot.operand(0)->def, *bOp = dot.operand(1)->def;
+    if (!a || !bOp || a->kind != OpKind::Load || bOp->kind != OpKind::Load ||
+        a->parent != &body || bOp->parent != &body || dtypeBytes(dot.operand(1)->type.dtype) != 2)
+      continue;
+    auto p = std::make_unique<Pipeline>();
+    if (!pipelineable(*this, forOp, *a, p->loads[0]) ||
+        !pipelineable(*this, forOp, *bOp, p->loads[1]))
+      continue;
+    const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type;
+    int bytes = dtypeBytes(at.dtype);
+    p->dot = &dot;
+    p->stages = opts.numStages;
+    p->loads[0].rowBytes = at.shape[1] * bytes + 16; // as lowerMma stages them
+    p->loads[0].rows = at.shape[0];
+    p->loads[1].rowBytes = bt.shape[1] * bytes + 16;
+    p->loads[1].rows = bt.shape[0];
+    for (PipelinedLoad &l : p->loads) {
+      l.slotBytes = (l.rows * l.rowBytes + 127) / 128 * 128;
+      l.bytes = bytes;
+    }
+    p->loads[1].offset = p->loads[0].slotBytes * p->stages;
+    p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
+    return p;
+  }
+  return nullptr;
+}
+
+// Issues the copies of one iteration's tiles into stage `slot`, each
+// zero-filled where `valid` (or the load's mask) is false.
+static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
+                        const std::string &valid) {
+  for (PipelinedLoad &l : p.loads) {
+    const TVal &ptr = l.next;
+    const LinearLayout *lay = ptr.layout;
+    int vec = std::min(contiguousRegisters(*lay), 16 / l.bytes);
+    std::string slotBase = L.opReg("mad.lo.u32", RegClass::B32,
+                                   {slot, imm(l.slotBytes), L.pipelineBase()});
+    slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
+    TVal mask;
+    if (l.load->operands.size() > 1)
+      mask = L.convert(L.val(l.load->operand(1)), DType::I1, lay);
+    for (int g = 0; g < lay->numRegs(); g += vec) {
+      SharedAddr a = L.sharedAddress(lay, g, {l.rowBytes / l.bytes, 1}, l.bytes, 0);
+      std::string off = L.opReg("sub.u32", RegClass::B32, {a.base, L.sharedBase()});
+      std::string dst = L.opReg("add.u32", RegClass::B32, {off, slotBase});
+      std::string ok = valid;
+      if (!mask.regs.empty())
+        ok = L.opReg("and.pred", RegClass::Pred, {ok, mask.regs[g]});
+      int size = vec * l.bytes;
+      std::string srcSize = L.opReg("selp.u32", RegClass::B32, {imm(size), "0", ok});
+      L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global [" + dst +
+               "+" + imm(a.offset) + "], [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
+    }
+  }
+  L.b.emit("cp.async.commit_group");
+}
+
+static TVal advance(Lowering &L, const TVal &ptr, const Value *delta, DType pointee) {
+  TVal d = L.convert(L.val(delta), delta->type.dtype, ptr.layout);
+  TVal out{ptr.layout, {}};
+  DType od = delta->type.dtype;
+  for (size_t r = 0; r < ptr.regs.size(); ++r) {
+    if (regClassOf(od) == RegClass::B64)
+      out.regs.push_back(
+          L.opReg("mad.lo.s64", RegClass::B64, {d.regs[r], imm(dtypeBytes(pointee)), ptr.regs[r]}));
+    else
+      out.regs.push_back(L.opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
+                                 {d.regs[r], imm(dtypeBytes(pointee)), ptr.regs[r]}));
+  }
+  return out;
+}
+
+static void moveInto(Lowering &L, const std::string &dst, const std::string &src, RegClass rc) {
+  L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
+}
+
+void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
+  needPipelineShared(p.totalBytes);
+  std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
+  int64_t step = forOp.operand(2)->def->intAttr("value");
+  b.comment("pipelined loads: " + std::to_string(p.stages) + " stages");
+  for (PipelinedLoad &l : p.loads) {
+    l.next = carried[l.carried]; // the registers are fresh copies: read the initial value now
+    TVal fresh{l.next.layout, {}};
+    for (const std::string &r : l.next.regs) {
+      fresh.regs.push_back(b.reg(RegClass::B64));
+      moveInto(*this, fresh.regs.back(), r, RegClass::B64);
+    }
+    l.next = fresh;
+  }
+  for (int s = 0; s + 1 < p.stages; ++s) {
+    std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
+    std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
+    issueCopies(*this, p, imm(s), valid);
+    for (PipelinedLoad &l : p.loads) {
+      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype);
+      for (size_t r = 0; r < moved.regs.size(); ++r)
+        moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
+    }
+  }
+  p.readSlot = b.reg(RegClass::B32);
+  p.writeSlot = b.reg(RegClass::B32);
+  b.emit("mov.u32 " + p.readSlot + ", 0");
+  b.emit("mov.u32 " + p.writeSlot + ", " + imm(p.stages - 1));
+  p.ub = ub;
+  p.step = step;
+}
+
+// At the first pipelined load of an iteration: wait for this iteration's
+// stage, then start copying the stage num_stages-1 iterations ahead.
+void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
+  if (!p.waited) {
+    b.emit("cp.async.wait_group " + imm(p.stages - 2));
+    barrier();
+    std::string ahead = opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
+    std::string valid = opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
+    issueCopies(*this, p, p.writeSlot, valid);
+    for (PipelinedLoad &l : p.loads) {
+      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype);
+      for (size_t r = 0; r < moved.regs.size(); ++r)
+        moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
+    }
+    p.waited = true;
+  }
+  for (PipelinedLoad &l : p.loads) {
+    if (l.load != &load)
+      continue;
+    std::string base = opReg("mad.lo.u32", RegClass::B32,
+                             {p.readSlot, imm(l.slotBytes), pipelineBase()});
+    base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
+    TVal resident;
+    resident.sharedTile = base;
+    bind(load.result(), resident);
+  }
+}
+
+void Lowering::endIteration(Pipeline &p) {
+  for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
+    std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
+    std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
+    b.emit("selp.u32 " + *slot + ", 0, " + next + ", " + wrap);
+  }
+  p.waited = false;
+}
+
+void Lowering::endPipeline(Pipeline &p) {
+  b.emit("cp.async.wait_group 0");
+  barrier();
+  (void)p;
+}
+
+} // namespace tilec::nvidia
