@@ -1,8 +1,12 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 # Every test (and each process it starts) uses a fresh disk cache, never the user's.
-os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-test-cache-"))
+if "TILEC_CACHE_DIR" not in os.environ:
+    os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TILEC_CACHE_DIR"], ignore_errors=True)
 
 import ctypes
 

@@ -248,6 +248,10 @@ nb::bytes asBytes(const std::string &s) { return nb::bytes(s.data(), s.size()); 
 
 std::string bytesOf(nb::bytes b) { return std::string(b.c_str(), b.size()); }
 
+std::string hashBytes(nb::bytes b) { return hashHex(bytesOf(b)); }
+
+std::shared_ptr<GpuKernel> kernelFromBytes(nb::bytes b) { return gpuKernelFromBytes(bytesOf(b)); }
+
 std::shared_ptr<GpuKernel> loadCached(const std::string &key) {
   nb::gil_scoped_release release; // file I/O: other threads may compile meanwhile
   return loadGpuKernel(key);
@@ -255,15 +259,14 @@ std::shared_ptr<GpuKernel> loadCached(const std::string &key) {
 
 void bindDiskCache(nb::module_ &m) {
   m.def("cache_dir", &cacheDir, "the disk cache's directory; '' when it is disabled");
-  m.def("hash_hex", [](nb::bytes b) { return hashHex(bytesOf(b)); }, nb::arg("data"));
-  m.def("hash_hex", [](const std::string &s) { return hashHex(s); }, nb::arg("data"),
+  m.def("hash_hex", &hashBytes, nb::arg("data"));
+  m.def("hash_hex", &hashHex, nb::arg("data"),
         "a 128-bit digest of bytes or of a str's UTF-8, as 32 hex digits");
   m.def("load_gpu_kernel", &loadCached, nb::arg("key"),
         "the kernel stored under key, or None (missing, disabled or unreadable)");
   m.def("store_gpu_kernel", &storeGpuKernel, nb::arg("key"), nb::arg("kernel"),
         "stores the kernel under key; False when nothing was written");
-  m.def("gpu_kernel_from_bytes",
-        [](nb::bytes b) { return gpuKernelFromBytes(bytesOf(b)); }, nb::arg("data"),
+  m.def("gpu_kernel_from_bytes", &kernelFromBytes, nb::arg("data"),
         "GpuKernel.to_bytes() read back; None for anything else");
 }
 

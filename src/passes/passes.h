@@ -19,6 +19,10 @@ bool eliminateCommonSubexpressions(Function &fn);
 // to just before it. Invalidates: value ids.
 bool hoistLoopInvariants(Function &fn);
 
+// Folds `acc + dot(a, b, 0)` into `dot(a, b, acc)` where the dot has no other
+// use. Invalidates: value ids.
+bool foldDotAccumulate(Function &fn);
+
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.
 bool eliminateDeadCode(Function &fn);

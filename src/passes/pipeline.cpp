@@ -23,6 +23,7 @@ const Pass kPasses[] = {
     {"cse", eliminateCommonSubexpressions},
     {"dce", eliminateDeadCode},
     {"licm", hoistLoopInvariants},
+    {"dot-acc", foldDotAccumulate},
 };
 
 // The pipeline, in order.
@@ -30,6 +31,7 @@ const Pass kPipeline[] = {
     {"fold", foldConstants},
     {"cse", eliminateCommonSubexpressions},
     {"fold", foldConstants},
+    {"dot-acc", foldDotAccumulate},
     {"licm", hoistLoopInvariants},
     {"cse", eliminateCommonSubexpressions},
     {"dce", eliminateDeadCode},
@@ -53,7 +55,7 @@ const Pass &passNamed(const std::string &name) {
   for (const Pass &pass : kPasses)
     if (name == pass.name)
       return pass;
-  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce, licm)");
+  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce, licm, dot-acc)");
 }
 
 } // namespace

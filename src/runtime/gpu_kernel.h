@@ -25,7 +25,7 @@ struct GpuKernel {
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
   nvidia::GpuOptions options;
   double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not
-  bool fromCache = false;             // read from the disk cache, not compiled here
+  bool fromCache = false;            // read from the disk cache, not compiled here
 
   // Loads the module on `device` (once) and returns it.
   const cuda::Kernel &loaded(int device);

@@ -1,0 +1,70 @@
+// Requires: verified IR. Preserves: semantics up to rounding, verified form.
+// Invalidates: value ids.
+//
+// `acc + dot(a, b, 0)` becomes `dot(a, b, acc)` when the dot's result has no
+// other use: the tensor cores then accumulate in place instead of into fresh
+// zeros that an add folds in afterwards (Triton combines the two the same way).
+// The sum is rounded once instead of twice.
+#include "passes/passes.h"
+
+#include <unordered_map>
+
+namespace tilec {
+
+namespace {
+
+bool isZeroSplat(const Value *v) {
+  const Op *d = v->def;
+  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 &&
+         d->intAttr("value") == 0;
+}
+
+std::unordered_map<const Value *, int> countUses(Block &body) {
+  std::unordered_map<const Value *, int> counts;
+  walk(body, [&](Op *op) {
+    for (const Value *v : op->operands)
+      ++counts[v];
+  });
+  return counts;
+}
+
+} // namespace
+
+bool foldDotAccumulate(Function &fn) {
+  auto uses = countUses(*fn.body);
+  std::vector<std::pair<Op *, int>> found; // (add, the side its dot is on)
+  walk(*fn.body, [&](Op *op) {
+    if (op->kind != OpKind::Add || !op->result()->type.isTensor())
+      return;
+    for (int side = 0; side < 2; ++side) {
+      Value *d = op->operand(side), *acc = op->operand(1 - side);
+      Op *dot = d->def;
+      if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroSplat(dot->operand(2)) &&
+          acc->type == d->type && dot->parent == op->parent) {
+        found.push_back({op, side});
+        return;
+      }
+    }
+  });
+  for (auto [add, side] : found) {
+    Value *d = add->operand(side), *acc = add->operand(1 - side);
+    Op *dot = d->def;
+    dot->operands[2] = acc;
+    // The dot moves to just before the add: acc may be defined after the dot.
+    Block &block = *add->parent;
+    size_t dotAt = 0;
+    while (block.ops[dotAt].get() != dot)
+      ++dotAt;
+    std::unique_ptr<Op> moved = std::move(block.ops[dotAt]);
+    block.ops.erase(block.ops.begin() + (long)dotAt);
+    size_t addAt = 0;
+    while (block.ops[addAt].get() != add)
+      ++addAt;
+    block.ops.insert(block.ops.begin() + (long)addAt, std::move(moved));
+    // The add is left adding zero: its users take the dot's result; DCE drops it.
+    replaceAllUses(*fn.body, add->result(), d);
+  }
+  return !found.empty();
+}
+
+} // namespace tilec
