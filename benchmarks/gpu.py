@@ -164,6 +164,25 @@ def main():
         row(f"matmul fp16 {size}^3 (rel {err:.0e})", "TFLOP/s", res)
         matmul_rows.append((size, res))
 
+    # tilec's matmul over a few tile configurations (the table above uses Triton's
+    # tutorial config for both)
+    size = 2048 if args.quick else 4096
+    A = torch.randn(size, size, device=dev, dtype=torch.float16)
+    B = torch.randn(size, size, device=dev, dtype=torch.float16)
+    C = torch.empty(size, size, device=dev, dtype=torch.float16)
+    ref = A.float() @ B.float()
+    for BM, BN, BK, warps, stages in ((128, 128, 32, 8, 3), (128, 128, 64, 8, 3),
+                                      (128, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+                                      (256, 128, 64, 8, 3), (64, 128, 64, 4, 4)):
+        grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
+        launch = lambda m: m.matmul_kernel[grid](A, B, C, size, size, size, size, 1, size, 1, size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
+        res = {}
+        for who, m in (("tilec", tk), ("triton", rk)):
+            res[who] = safe(lambda: 2 * size ** 3 / bench(lambda: launch(m), reps=10) / 1e9)
+        safe(lambda: launch(tk))
+        err = ((C.float() - ref).norm() / ref.norm()).item()
+        row(f"  mm {size} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
+
     t = torch.zeros(64, device=dev)
     res = {}
     for who, m in (("tilec", tk), ("triton", rk)):

@@ -1,12 +1,10 @@
 """Layer-norm forward: mean and variance of each row, then scale and shift."""
 
-import time
-
 import numpy as np
 
 import tilec
 import tilec.language as tl
-from _timing import best_ms, report
+from _timing import GPU, Random, bench, empty_like, strides, torch
 
 
 @tilec.jit
@@ -24,23 +22,21 @@ def layer_norm_fwd(x_ptr, y_ptr, w_ptr, b_ptr, stride, N, eps, BLOCK: tl.constex
 
 
 def main():
-    M, N = 1151, 1000
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((M, N), dtype=np.float32)
-    w = rng.standard_normal(N, dtype=np.float32)
-    b = rng.standard_normal(N, dtype=np.float32)
-    y = np.empty_like(x)
+    M, N = (32768, 1000) if GPU else (1151, 1000)
+    rng = Random(0)
+    x, w, b = rng.randn(M, N), rng.randn(N), rng.randn(N)
+    y = empty_like(x)
 
     def launch():
-        return layer_norm_fwd[(M,)](x, y, w, b, x.strides[0] // 4, N, 1e-5,
+        return layer_norm_fwd[(M,)](x, y, w, b, strides(x)[0], N, 1e-5,
                                     BLOCK=tilec.next_power_of_2(N))
 
-    start = time.perf_counter()
-    kernel = launch()
-    cold = (time.perf_counter() - start) * 1e3
-    run = best_ms(launch)
-    ref = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b
-    report("layer_norm", kernel, cold, run, float(np.abs(y - ref).max()))
+    def reference():
+        if GPU:
+            return torch.nn.functional.layer_norm(x, (N,), w, b, 1e-5)
+        return (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b
+
+    bench("layer_norm", launch, y, reference, nbytes=2 * x.nbytes)
 
 
 if __name__ == "__main__":

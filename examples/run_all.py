@@ -1,6 +1,7 @@
 """Runs every example: results, compile times and run times.
 
-tilec runs these kernels on the CPU backend (the GPU backend is not built yet).
+On the GPU when torch sees one (CUDA tensors, compared with torch), else on
+tilec's CPU backend (numpy arrays). The first line says which.
 """
 
 import os
@@ -15,7 +16,6 @@ import vector_add  # noqa: E402
 
 
 def main():
-    print(f"tilec examples on the CPU backend ({os.cpu_count()} host threads)")
     for example in (vector_add, softmax, matmul, layer_norm):
         example.main()
 

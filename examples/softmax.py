@@ -1,12 +1,10 @@
 """Row softmax: one program per row, the row padded to a power of 2 with -inf."""
 
-import time
-
 import numpy as np
 
 import tilec
 import tilec.language as tl
-from _timing import best_ms, report
+from _timing import GPU, Random, bench, empty_like, strides, torch
 
 
 @tilec.jit
@@ -21,20 +19,21 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.con
 
 
 def main():
-    rows, cols = 1823, 781
-    x = np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32)
-    out = np.empty_like(x)
+    rows, cols = (32768, 781) if GPU else (1823, 781)
+    x = Random(0).randn(rows, cols)
+    out = empty_like(x)
 
     def launch():
-        return softmax_kernel[(rows,)](out, x, x.strides[0] // 4, out.strides[0] // 4, cols,
+        return softmax_kernel[(rows,)](out, x, strides(x)[0], strides(out)[0], cols,
                                        BLOCK=tilec.next_power_of_2(cols))
 
-    start = time.perf_counter()
-    kernel = launch()
-    cold = (time.perf_counter() - start) * 1e3
-    run = best_ms(launch)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    report("softmax", kernel, cold, run, float(np.abs(out - e / e.sum(1, keepdims=True)).max()))
+    def reference():
+        if GPU:
+            return torch.softmax(x, dim=1)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    bench("softmax", launch, out, reference, nbytes=2 * x.nbytes)
 
 
 if __name__ == "__main__":

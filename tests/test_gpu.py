@@ -219,3 +219,32 @@ def test_numpy_and_gpu_results_agree_for_the_examples():
     softmax.softmax_kernel[(rows,)](out, host, cols, cols, cols, BLOCK=1024)
     np.testing.assert_allclose(ys.cpu().numpy(), out, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(ys, torch.softmax(xs, 1))
+
+
+@tilec.jit
+def staged_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@needs_ptxas
+def test_stages_that_do_not_fit_fall_back_with_a_warning():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    ce = {"BM": 256, "BN": 256, "BK": 64}
+    k = tilec.compile(staged_matmul, signature=sig, constexprs=ce, target="sm_90a", num_stages=2,
+                      num_warps=8, divisible_by_16=["K"])
+    assert k.metadata.num_stages == 2 and "cp.async" in k.asm["ptx"]
+    with pytest.warns(UserWarning, match="num_stages=6 needs more shared memory"):
+        k = tilec.compile(staged_matmul, signature=sig, constexprs=ce, target="sm_90a",
+                          num_stages=6, num_warps=8, divisible_by_16=["K"])
+    assert 1 <= k.metadata.num_stages < 6
+    assert k.metadata.shared <= 232448

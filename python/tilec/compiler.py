@@ -1,6 +1,8 @@
 """Compiling without launching: ``tilec.compile(kernel, signature=..., constexprs=...,
 target=...)`` gives the Tile IR, PTX and cubin of a kernel, with or without a GPU."""
 
+import warnings
+
 from . import _C
 from .cache import gpu_kernel
 from .errors import CompilationError
@@ -14,13 +16,44 @@ _TYPE_NAMES = {
 }
 
 
+# Shared memory one block may opt in to, by compute capability (CUDA's tables).
+_MAX_SHARED = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
+               103: 232448, 120: 101376}
+_warned_stages = set()
+
+
+def max_shared_memory(arch):
+    return _MAX_SHARED.get(_C.arch_number(arch), 101376)
+
+
 def compile_gpu(compiled, arch, options):
-    """PTX (and a cubin where ptxas or nvJitLink is found) for a compiled kernel."""
+    """PTX (and a cubin where ptxas or nvJitLink is found) for a compiled kernel.
+
+    When the pipeline's shared memory at `num_stages` does not fit the target,
+    the kernel is compiled with fewer stages (and a one-time warning) rather
+    than failing: kernels tuned on bigger cards still run."""
+    stages = options["num_stages"]
+    limit = max_shared_memory(arch)
     try:
-        return compiled.to_gpu(arch, options["num_warps"], options["num_stages"],
-                               options["enable_fp_fusion"], options["debug"])
+        while stages > 1:
+            probe = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
+                                    options["debug"], assemble=False)
+            if probe.shared <= limit:
+                break
+            stages -= 1
+        gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
+                              options["debug"])
     except _C.CompilationError as e:
         raise CompilationError(str(e)) from None
+    if stages != options["num_stages"]:
+        key = (compiled.name, options["num_stages"], arch)
+        if key not in _warned_stages:
+            _warned_stages.add(key)
+            warnings.warn(
+                f"{compiled.name}: num_stages={options['num_stages']} needs more shared memory "
+                f"than {arch} has ({limit} bytes); compiled with num_stages={stages}",
+                stacklevel=3)
+    return gpu
 
 
 def _spec(name, type_string, divisible):

@@ -78,6 +78,7 @@ class CompiledKernel:
             self.metadata.backend = "cuda"
             self.metadata.target = gpu.arch
             self.metadata.shared = gpu.shared
+            self.metadata.num_stages = gpu.num_stages
             self.n_regs = max(gpu.n_regs, 0)
             self.n_spills = gpu.n_spills
             if not gpu.from_cache:  # else its times are those of the process that compiled it

@@ -307,6 +307,8 @@ NB_MODULE(_C, m) {
       .def_ro("shared", &GpuKernel::sharedBytes)
       .def_ro("n_regs", &GpuKernel::numRegs)
       .def_ro("n_spills", &GpuKernel::spillBytes)
+      .def_prop_ro("num_stages", [](const GpuKernel &k) { return k.options.numStages; })
+      .def_prop_ro("num_warps", [](const GpuKernel &k) { return k.options.numWarps; })
       .def_ro("emit_ms", &GpuKernel::emitMs)
       .def_ro("assemble_ms", &GpuKernel::assembleMs)
       .def_ro("from_cache", &GpuKernel::fromCache)
@@ -326,6 +328,7 @@ NB_MODULE(_C, m) {
   m.def("synchronize", &cuda::synchronize);
   m.def("pointer_device", &cuda::pointerDevice);
   m.def("find_ptxas", &findPtxas);
+  m.def("arch_number", &nvidia::archNumber);
   bindDiskCache(m);
 
   nb::class_<CompiledKernel>(m, "CompiledKernel")

@@ -61,7 +61,7 @@ void Lowering::lowerFor(const Op &op) {
     carried.push_back(copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
-  std::unique_ptr<Pipeline> pipeline = planPipeline(op);
+  std::unique_ptr<Pipeline> pipeline = planPipeline(op, carried);
   if (pipeline) {
     beginPipeline(*pipeline, op, carried);
     pipeline->iv = iv;
@@ -87,6 +87,7 @@ void Lowering::lowerFor(const Op &op) {
     go = select(DType::I1, positive, up, down);
   }
   b.emit("@!" + go + " bra " + end);
+  enterRegion();
   bind(body.args[0].get(), TVal{nullptr, {iv}});
   for (size_t k = 0; k < carried.size(); ++k)
     bind(body.args[k + 1].get(), carried[k]);
@@ -97,6 +98,7 @@ void Lowering::lowerFor(const Op &op) {
   b.emit(std::string("add") + s + " " + iv + ", " + iv + ", " + step);
   b.emit("bra.uni " + top);
   b.label(end);
+  enterRegion();
   if (pipeline) {
     endPipeline(*pipeline);
     for (PipelinedLoad &l : pipeline->loads)
@@ -110,6 +112,7 @@ void Lowering::lowerIf(const Op &op) {
   std::string cond = val(op.operand(0)).regs[0];
   std::string otherwise = b.newLabel("else"), end = b.newLabel("endif");
   b.emit("@!" + cond + " bra " + otherwise);
+  enterRegion();
   lowerBlock(*op.regions[0]);
   const Op &thenYield = *op.regions[0]->terminator();
   std::vector<TVal> results;
@@ -123,9 +126,11 @@ void Lowering::lowerIf(const Op &op) {
   parallelMove(*this, results, operandsFrom(thenYield, 0));
   b.emit("bra.uni " + end);
   b.label(otherwise);
+  enterRegion();
   lowerBlock(*op.regions[1]);
   parallelMove(*this, results, operandsFrom(*op.regions[1]->terminator(), 0));
   b.label(end);
+  enterRegion();
   for (size_t k = 0; k < results.size(); ++k)
     bind(op.result((int)k), results[k]);
 }
@@ -137,6 +142,7 @@ void Lowering::lowerWhile(const Op &op) {
     carried.push_back(copyInto(*this, val(op.operand(k)), op.operand(k)->type.dtype));
   std::string top = b.newLabel("while"), end = b.newLabel("while_end");
   b.label(top);
+  enterRegion();
   for (size_t k = 0; k < carried.size(); ++k)
     bind(before.args[k].get(), carried[k]);
   lowerBlock(before);
@@ -157,6 +163,7 @@ void Lowering::lowerWhile(const Op &op) {
   parallelMove(*this, carried, operandsFrom(*after.terminator(), 0));
   b.emit("bra.uni " + top);
   b.label(end);
+  enterRegion();
   for (size_t k = 0; k < forwarded.size(); ++k)
     bind(op.result((int)k), forwarded[k]);
 }

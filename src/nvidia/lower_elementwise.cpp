@@ -353,18 +353,27 @@ std::string Lowering::unary(const Op &op, OpKind kind, DType d, const std::strin
 
 void Lowering::lowerElementwise(const Op &op) {
   const Type &rt = op.result()->type;
-  DType d = op.operand(0)->type.dtype;
+  // The layout of an operand that cannot be recomputed (a load, a dot) wins:
+  // the others are recomputed in it rather than moved through shared memory.
   const LinearLayout *layout = nullptr;
   for (Value *v : op.operands)
-    if (val(v).isTensor()) {
+    if (val(v).isTensor() && !val(v).uniform && (!layout || !rematerializable(v))) {
       layout = val(v).layout;
-      break;
+      if (!rematerializable(v))
+        break;
     }
   if (rt.isTensor() && !layout)
     layout = defaultLayout(rt.shape);
   std::vector<TVal> xs;
   for (Value *v : op.operands)
-    xs.push_back(layout ? convert(val(v), v->type.dtype, layout) : val(v));
+    xs.push_back(layout ? materialize(v, layout) : val(v));
+  bind(op.result(), computeElementwise(op, xs, layout));
+}
+
+TVal Lowering::computeElementwise(const Op &op, const std::vector<TVal> &xs,
+                                  const LinearLayout *layout) {
+  const Type &rt = op.result()->type;
+  DType d = op.operand(0)->type.dtype;
   int n = layout ? layout->numRegs() : 1;
   TVal out{layout, {}};
   for (int r = 0; r < n; ++r) {
@@ -409,16 +418,17 @@ void Lowering::lowerElementwise(const Op &op) {
     }
     out.regs.push_back(res);
   }
-  bind(op.result(), out);
+  return out;
 }
 
-void Lowering::lowerCast(const Op &op) {
-  const TVal &x = val(op.operand(0));
+void Lowering::lowerCast(const Op &op) { bind(op.result(), computeCast(op, val(op.operand(0)))); }
+
+TVal Lowering::computeCast(const Op &op, const TVal &x) {
   DType from = op.operand(0)->type.dtype, to = op.result()->type.dtype;
   bool rtz = op.strAttr("rounding") == "rtz";
   if (rtz && (to == DType::F8E4M3 || to == DType::F8E5M2))
     unsupported(op, "rounding toward zero to fp8");
-  TVal out{x.layout, {}};
+  TVal out{x.layout, {}, x.uniform};
   for (const std::string &r : x.regs) {
     switch (op.kind) {
     case OpKind::Cast:
@@ -432,7 +442,7 @@ void Lowering::lowerCast(const Op &op) {
                                        : castScalar(r, DType::U64, to, false));
     }
   }
-  bind(op.result(), out);
+  return out;
 }
 
 // Reinterprets the bits of `r` as type `to` (same width).

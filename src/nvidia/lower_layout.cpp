@@ -257,6 +257,93 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   return out;
 }
 
+bool Lowering::rematerializable(const Value *v, int depth) {
+  if (!v->type.isTensor())
+    return true; // a scalar is the same register in every layout
+  auto it = rematerializable_.find(v);
+  if (it != rematerializable_.end())
+    return it->second;
+  const Op *def = v->def;
+  bool ok = false;
+  if (def && depth < 24) {
+    switch (def->kind) {
+    case OpKind::Constant:
+    case OpKind::MakeRange:
+    case OpKind::Splat:
+      ok = true;
+      break;
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+      ok = rematerializable(def->operand(0), depth + 1);
+      break;
+    default:
+      ok = def->has(ELEMENTWISE) && def->has(PURE);
+      for (const Value *o : def->operands)
+        ok = ok && rematerializable(o, depth + 1);
+    }
+  }
+  rematerializable_[v] = ok;
+  return ok;
+}
+
+// `l` seen from a tensor of `shape` whose size-1 dims are broadcast in `l`.
+static LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &shape) {
+  LinearLayout out = l;
+  out.shape = shape;
+  for (std::vector<Coords> *bases : {&out.regs, &out.lanes, &out.warps})
+    for (Coords &c : *bases)
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] == 1)
+          c[d] = 0;
+  return out;
+}
+
+TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
+  const TVal &cur = val(v);
+  DType d = v->type.dtype;
+  if (!cur.isTensor() || cur.uniform || *cur.layout == *to ||
+      !registerOnlyConversion(*cur.layout, *to).empty() || !rematerializable(v))
+    return convert(cur, d, to);
+  auto key = std::make_pair(v, to);
+  if (auto it = materialized_.find(key); it != materialized_.end())
+    return it->second;
+  const Op &def = *v->def;
+  TVal out;
+  switch (def.kind) {
+  case OpKind::MakeRange: {
+    int64_t start = def.intAttr("start");
+    out.layout = to;
+    for (int r = 0; r < to->numRegs(); ++r) {
+      std::string c = elementCoord(to, 0, r);
+      out.regs.push_back(start ? opReg("add.s32", RegClass::B32, {c, imm(start)}) : c);
+    }
+    break;
+  }
+  case OpKind::Broadcast: {
+    const Value *src = def.operand(0);
+    TVal s = materialize(src, intern(projectLayout(*to, src->type.shape)));
+    out = convert(s, d, to);
+    break;
+  }
+  case OpKind::ExpandDims: {
+    int axis = (int)def.intAttr("axis");
+    TVal s = materialize(def.operand(0), intern(sliceLayout(*to, axis)));
+    out = TVal{to, s.regs};
+    break;
+  }
+  default: {
+    std::vector<TVal> xs;
+    for (const Value *o : def.operands)
+      xs.push_back(materialize(o, to));
+    bool isCast = def.kind == OpKind::Cast || def.kind == OpKind::Bitcast ||
+                  def.kind == OpKind::IntToPtr || def.kind == OpKind::PtrToInt;
+    out = isCast ? computeCast(def, xs[0]) : computeElementwise(def, xs, to);
+  }
+  }
+  materialized_[key] = out;
+  return out;
+}
+
 void Lowering::lowerShape(const Op &op) {
   const Type &t = op.result()->type;
   switch (op.kind) {

@@ -76,7 +76,7 @@ std::string braced(const std::vector<std::string> &regs) {
 
 } // namespace
 
-static int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d,
+int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d,
                        const Value *mask) {
   if (!ptr.isTensor())
     return 1;
@@ -240,14 +240,14 @@ void Lowering::storeElements(const Op &op, const TVal &ptr, DType d, const TVal 
 }
 
 void Lowering::lowerLoad(const Op &op) {
-  const TVal &ptr = val(op.operand(0));
+  const TVal ptr = val(op.operand(0));
   DType d = op.result()->type.dtype;
   const Value *maskValue = op.operands.size() > 1 ? op.operand(1) : nullptr;
   TVal mask, other;
   if (maskValue)
-    mask = ptr.isTensor() ? convert(val(maskValue), DType::I1, ptr.layout) : val(maskValue);
+    mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
   if (op.operands.size() > 2)
-    other = ptr.isTensor() ? convert(val(op.operand(2)), d, ptr.layout) : val(op.operand(2));
+    other = ptr.isTensor() ? materialize(op.operand(2), ptr.layout) : val(op.operand(2));
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
   std::vector<std::string> regs = loadElements(op, ptr, d, maskValue ? &mask : nullptr,
                                                op.operands.size() > 2 ? &other : nullptr, vec);
@@ -255,13 +255,19 @@ void Lowering::lowerLoad(const Op &op) {
 }
 
 void Lowering::lowerStore(const Op &op) {
-  const TVal &ptr = val(op.operand(0));
+  TVal ptr = val(op.operand(0));
   DType d = op.operand(1)->type.dtype;
-  TVal value = ptr.isTensor() ? convert(val(op.operand(1)), d, ptr.layout) : val(op.operand(1));
   const Value *maskValue = op.operands.size() > 2 ? op.operand(2) : nullptr;
+  // Stores happen in the value's layout when the addresses can be recomputed
+  // there (a dot's result goes out without a trip through shared memory).
+  const TVal &v = val(op.operand(1));
+  if (ptr.isTensor() && v.isTensor() && !v.uniform && v.layout != ptr.layout &&
+      rematerializable(op.operand(0)) && (!maskValue || rematerializable(maskValue)))
+    ptr = materialize(op.operand(0), v.layout);
+  TVal value = ptr.isTensor() ? materialize(op.operand(1), ptr.layout) : val(op.operand(1));
   TVal mask;
   if (maskValue)
-    mask = ptr.isTensor() ? convert(val(maskValue), DType::I1, ptr.layout) : val(maskValue);
+    mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
   storeElements(op, ptr, d, value, maskValue ? &mask : nullptr, vec);
 }

@@ -45,8 +45,8 @@ struct PipelinedLoad {
   int carried = 0;              // which loop-carried value is its pointer
   const Value *delta = nullptr; // what the loop adds to the pointer each iteration
   int64_t rows = 0, rowBytes = 0, slotBytes = 0, offset = 0;
-  int bytes = 0;
-  TVal next; // the pointers of the next iteration to copy
+  int bytes = 0, vec = 1; // element bytes; elements per copy
+  TVal next;              // the pointers of the next iteration to copy
 };
 
 struct Pipeline {
@@ -64,6 +64,11 @@ std::string roundToTf32(Lowering &L, const std::string &f);
 
 // Packs elements narrower than 4 bytes into 32-bit words (lower_memory.cpp).
 std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems, DType d);
+class Lowering;
+struct TVal;
+// Elements per access that axis info proves contiguous, aligned and equally
+// masked for a load or store through `ptr` (lower_memory.cpp).
+int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask);
 // How many leading registers of `l` hold consecutive elements of its last dim.
 int contiguousRegisters(const LinearLayout &l);
 
@@ -146,6 +151,17 @@ public:
   void lowerOp(const Op &op);
   void lowerElementwise(const Op &op);
   void lowerCast(const Op &op);
+  TVal computeElementwise(const Op &op, const std::vector<TVal> &operands,
+                          const LinearLayout *layout);
+  TVal computeCast(const Op &op, const TVal &x);
+  // Rematerialization (lower_layout.cpp): a value computed only from ranges,
+  // splats, broadcasts and elementwise math is recomputed in the layout a
+  // consumer wants instead of being moved through shared memory.
+  bool rematerializable(const Value *v, int depth = 0);
+  TVal materialize(const Value *v, const LinearLayout *to);
+  // Forgets recomputed values at region boundaries (their registers are
+  // defined only inside the region).
+  void enterRegion() { materialized_.clear(); }
   void lowerShape(const Op &op);
   void lowerLoad(const Op &op);
   void lowerStore(const Op &op);
@@ -160,7 +176,7 @@ public:
   const LinearLayout *mmaLayout(const Op &dot);
   void lowerMma(const Op &op, const LinearLayout *acc);
   // Software pipelining of a loop's dot operands (pipeline_loads.cpp).
-  std::unique_ptr<Pipeline> planPipeline(const Op &forOp);
+  std::unique_ptr<Pipeline> planPipeline(const Op &forOp, const std::vector<TVal> &carried);
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
@@ -191,6 +207,8 @@ private:
   std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
   std::map<const LinearLayout *, std::string> owners_;
   std::map<std::string, std::string> sharedThreadAddrs_;
+  std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
+  std::map<const Value *, bool> rematerializable_;
   std::string sharedBase_, pipelineBase_;
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;

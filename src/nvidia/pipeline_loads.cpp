@@ -69,7 +69,8 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   return true;
 }
 
-std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
+std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
+                                                 const std::vector<TVal> &carried) {
   if (opts.numStages < 2)
     return nullptr;
   const Block &body = *forOp.regions[0];
@@ -101,6 +102,21 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
       l.slotBytes = (l.rows * l.rowBytes + 127) / 128 * 128;
       l.bytes = bytes;
     }
+    // Each thread copies whole vectors of 4, 8 or 16 bytes, aligned.
+    bool copyable = true;
+    for (PipelinedLoad &l : p->loads) {
+      const TVal &ptr = carried[l.carried];
+      if (!ptr.isTensor() || ptr.uniform) {
+        copyable = false;
+        continue;
+      }
+      int vec = std::min(contiguousRegisters(*ptr.layout), 16 / bytes);
+      const Value *mask = l.load->operands.size() > 1 ? l.load->operand(1) : nullptr;
+      int proven = vectorWidth(*this, l.load->operand(0), ptr, at.dtype, mask);
+      copyable &= vec * bytes >= 4 && proven >= vec;
+    }
+    if (!copyable)
+      continue;
     p->loads[1].offset = p->loads[0].slotBytes * p->stages;
     p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
     return p;
@@ -115,7 +131,7 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
   for (PipelinedLoad &l : p.loads) {
     const TVal &ptr = l.next;
     const LinearLayout *lay = ptr.layout;
-    int vec = std::min(contiguousRegisters(*lay), 16 / l.bytes);
+    int vec = l.vec;
     std::string slotBase = L.opReg("mad.lo.u32", RegClass::B32,
                                    {slot, imm(l.slotBytes), L.pipelineBase()});
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
@@ -138,11 +154,17 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
   L.b.emit("cp.async.commit_group");
 }
 
-static TVal advance(Lowering &L, const TVal &ptr, const Value *delta, DType pointee) {
+// The pointers one iteration on; only the first of each vector of
+// registers, the ones the copies read.
+static TVal advance(Lowering &L, const TVal &ptr, const Value *delta, DType pointee, int vec) {
   TVal d = L.convert(L.val(delta), delta->type.dtype, ptr.layout);
   TVal out{ptr.layout, {}};
   DType od = delta->type.dtype;
   for (size_t r = 0; r < ptr.regs.size(); ++r) {
+    if (r % vec) {
+      out.regs.push_back(ptr.regs[r]);
+      continue;
+    }
     if (regClassOf(od) == RegClass::B64)
       out.regs.push_back(
           L.opReg("mad.lo.s64", RegClass::B64, {d.regs[r], imm(dtypeBytes(pointee)), ptr.regs[r]}));
@@ -170,14 +192,15 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
       moveInto(*this, fresh.regs.back(), r, RegClass::B64);
     }
     l.next = fresh;
+    l.vec = std::min(contiguousRegisters(*l.next.layout), 16 / l.bytes);
   }
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
     issueCopies(*this, p, imm(s), valid);
     for (PipelinedLoad &l : p.loads) {
-      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype);
-      for (size_t r = 0; r < moved.regs.size(); ++r)
+      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype, l.vec);
+      for (size_t r = 0; r < moved.regs.size(); r += l.vec)
         moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
     }
   }
@@ -199,8 +222,8 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
     issueCopies(*this, p, p.writeSlot, valid);
     for (PipelinedLoad &l : p.loads) {
-      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype);
-      for (size_t r = 0; r < moved.regs.size(); ++r)
+      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype, l.vec);
+      for (size_t r = 0; r < moved.regs.size(); r += l.vec)
         moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
     }
     p.waited = true;
