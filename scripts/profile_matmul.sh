@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds tilec, then profiles one fp16 matmul with ncu (warp stalls, pipes,
+# memory) and dumps its SASS instruction mix. Logs in $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/tilec-profile}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+export PYTHONPATH=/tmp/tilec-site PYTHONUNBUFFERED=1 TILEC_DISABLE_DISK_CACHE=1
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-deps \
+  --target /tmp/tilec-site . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+python3 scripts/profile_matmul.py
+cuobjdump -sass "$OUT/matmul.cubin" > "$OUT/matmul.sass"
+echo "SASS instruction mix:"
+grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]+' "$OUT/matmul.sass" | awk '{print $2}' \
+  | sed 's/\..*//' | sort | uniq -c | sort -rn | head -22
+ncu --launch-skip 2 --launch-count 1 -k regex:matmul --section WarpStateStats \
+  --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+  --section Occupancy --section SpeedOfLight python3 scripts/profile_matmul.py > "$OUT/ncu.log" 2>&1
+grep -E "Stall|stall|Issue|Pipe|Throughput|Occupancy|Registers|Shared Memory|Block Limit|Eligible|Active Warps|Duration|Bank" "$OUT/ncu.log" | head -70
