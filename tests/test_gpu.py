@@ -248,3 +248,37 @@ def test_stages_that_do_not_fit_fall_back_with_a_warning():
                           num_stages=6, num_warps=8, divisible_by_16=["K"])
     assert 1 <= k.metadata.num_stages < 6
     assert k.metadata.shared <= 232448
+
+
+@needs_ptxas
+def test_maxnreg_caps_registers():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    ce = {"BM": 128, "BN": 128, "BK": 32}
+    k = tilec.compile(staged_matmul, signature=sig, constexprs=ce, target="sm_90a", num_warps=4,
+                      divisible_by_16=["K"])
+    capped = tilec.compile(staged_matmul, signature=sig, constexprs=ce, target="sm_90a",
+                           num_warps=4, maxnreg=96, divisible_by_16=["K"])
+    assert ".maxnreg 96" in capped.asm["ptx"] and ".maxnreg" not in k.asm["ptx"]
+    assert k.n_regs > 96 >= capped.n_regs
+
+
+class DLPackOnly:
+    """An array that offers nothing but DLPack, as JAX arrays do."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def __dlpack__(self, **kwargs):
+        return self._t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+@needs_gpu
+def test_dlpack_arguments():
+    torch = torch_cuda()
+    x = torch.arange(64, dtype=torch.float32, device="cuda")
+    out = torch.zeros_like(x)
+    add_kernel[(1,)](DLPackOnly(x), DLPackOnly(x), DLPackOnly(out), 64, BLOCK=64)
+    assert torch.equal(out, 2 * x)

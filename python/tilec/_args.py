@@ -42,6 +42,17 @@ def as_dtype(value):
     return None
 
 
+def from_dlpack(value):
+    """A torch tensor viewing an object that only speaks DLPack (JAX arrays and
+    others); anything else unchanged."""
+    if (hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
+            and not isinstance(value, np.ndarray) and not hasattr(value, "data_ptr")
+            and not hasattr(value, "__cuda_array_interface__")):
+        import torch
+        return torch.from_dlpack(value)
+    return value
+
+
 def is_tensor(value):
     return isinstance(value, np.ndarray) or (
         hasattr(value, "data_ptr") and hasattr(value, "dtype")

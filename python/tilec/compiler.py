@@ -37,12 +37,13 @@ def compile_gpu(compiled, arch, options):
     try:
         while stages > 1:
             probe = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                                    options["debug"], assemble=False)
+                                    options["debug"], assemble=False,
+                                    maxnreg=options.get("maxnreg") or 0)
             if probe.shared <= limit:
                 break
             stages -= 1
         gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                              options["debug"])
+                              options["debug"], maxnreg=options.get("maxnreg") or 0)
     except _C.CompilationError as e:
         raise CompilationError(str(e)) from None
     if stages != options["num_stages"]:
@@ -72,7 +73,7 @@ def _spec(name, type_string, divisible):
 
 
 def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=4,
-            num_stages=3, enable_fp_fusion=True, debug=False, divisible_by_16=()):
+            num_stages=3, enable_fp_fusion=True, debug=False, divisible_by_16=(), maxnreg=None):
     """Compiles `kernel` (a @jit function) for `target` ("sm_80", "sm_90a", or "cpu").
 
     `signature` maps each runtime argument to Triton's type string ('*fp32', 'i32',
@@ -99,7 +100,7 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
     specs = tuple(specs)
     compiled, log = kernel._compile_ir(specs)
     options = {"num_warps": num_warps, "num_stages": num_stages,
-               "enable_fp_fusion": enable_fp_fusion, "debug": debug}
+               "enable_fp_fusion": enable_fp_fusion, "debug": debug, "maxnreg": maxnreg}
     gpu = None
     if target != "cpu":
         gpu = gpu_kernel(kernel, compiled, specs, log, target, options)

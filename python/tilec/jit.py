@@ -20,7 +20,8 @@ LAUNCH_OPTIONS = (
 )
 
 # Launch options that change the compiled code, with Triton's defaults.
-DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False}
+DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False,
+                       "maxnreg": None}
 
 
 def interpreting():
@@ -214,7 +215,7 @@ class JITFunction:
     def _specialize(self, values):
         specs, runtime, memory, devices = [], [], [], set()
         for i, name in enumerate(self.arg_names):
-            value = values[name]
+            value = values[name] = _args.from_dlpack(values[name])
             spec, rt = _args.specialize(
                 name, value, i in self.constexprs, name not in self.do_not_specialize
             )

@@ -23,7 +23,8 @@ namespace tilec {
 namespace {
 
 // Launch keywords that configure the compile or the launch, not the kernel.
-const char *const kCompileOptions[] = {"num_warps", "num_stages", "enable_fp_fusion", "debug"};
+const char *const kCompileOptions[] = {"num_warps", "num_stages", "enable_fp_fusion", "debug",
+                                       "maxnreg"};
 
 bool interpreting() {
   for (const char *name : {"TILEC_INTERPRET", "TRITON_INTERPRET"}) {

@@ -188,13 +188,15 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
 }
 
 std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arch, int numWarps,
-                                 int numStages, bool enableFpFusion, bool debug, bool assemble) {
+                                 int numStages, bool enableFpFusion, bool debug, bool assemble,
+                                 int maxRegisters) {
   nvidia::GpuOptions o;
   o.arch = arch;
   o.numWarps = numWarps;
   o.numStages = numStages;
   o.enableFpFusion = enableFpFusion;
   o.debug = debug;
+  o.maxRegisters = maxRegisters;
   return compileForGpu(k, o, assemble);
 }
 
@@ -339,7 +341,7 @@ NB_MODULE(_C, m) {
       .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
       .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
-           nb::arg("debug") = false, nb::arg("assemble") = true)
+           nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0)
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

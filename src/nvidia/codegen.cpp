@@ -330,7 +330,10 @@ PtxKernel Lowering::run() {
   for (size_t at; (at = text.find("TILEC_PIPELINE_BYTES")) != std::string::npos;)
     text.replace(at, 20, std::to_string(pipelineBytes_));
   ptx << "\n.visible .entry " << fn.name << "(\n" << params.str() << "\n)\n.maxntid "
-      << out.numThreads << ", 1, 1\n{\n"
+      << out.numThreads << ", 1, 1\n";
+  if (opts.maxRegisters > 0)
+    ptx << ".maxnreg " << opts.maxRegisters << "\n";
+  ptx << "{\n"
       << text << "}\n";
   out.ptx = ptx.str();
   out.sharedBytes = (int)(pipelineBytes_ + sharedBytes_);

@@ -15,6 +15,7 @@ struct GpuOptions {
   int numStages = 3;
   bool enableFpFusion = true; // let ptxas contract a*b+c into fma
   bool debug = false;         // device_assert and assert checked (else dropped, as in Triton)
+  int maxRegisters = 0;       // maxnreg: registers per thread at most (0: ptxas decides)
 };
 
 // How one runtime argument is passed: its PTX parameter type.

@@ -46,7 +46,7 @@ namespace {
 // Names the layout of the fields below; bump it when they change. (The cache
 // key holds a hash of the compiler's binary too, so an entry from another
 // build is never read; this only guards against reading arbitrary bytes.)
-constexpr const char *kFormat = "tilec-gpu-kernel-1";
+constexpr const char *kFormat = "tilec-gpu-kernel-2";
 
 char paramCode(nvidia::ParamKind kind) {
   switch (kind) {
@@ -164,6 +164,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"options.num_stages", std::to_string(o.numStages)},
       {"options.enable_fp_fusion", o.enableFpFusion ? "1" : "0"},
       {"options.debug", o.debug ? "1" : "0"},
+      {"options.maxnreg", std::to_string(o.maxRegisters)},
       {"emit_ms", doubleText(k.emitMs)},
       {"assemble_ms", doubleText(k.assembleMs)},
   });
@@ -217,7 +218,8 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
             parseInt(f["options.num_warps"], o.numWarps) &&
             parseInt(f["options.num_stages"], o.numStages) &&
             parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
-            parseBool(f["options.debug"], o.debug) && parseDouble(f["emit_ms"], k->emitMs) &&
+            parseBool(f["options.debug"], o.debug) &&
+            parseInt(f["options.maxnreg"], o.maxRegisters) && parseDouble(f["emit_ms"], k->emitMs) &&
             parseDouble(f["assemble_ms"], k->assembleMs);
   if (!ok || !isPlausible(*k))
     return nullptr;
