@@ -37,6 +37,24 @@ bool interpreting() {
 
 void appendInt(std::string &key, int64_t v) { key.append((const char *)&v, sizeof v); }
 
+// Interned names, made once: lookups with them skip building a string per call.
+struct Names {
+  PyObject *getDevice = PyUnicode_InternFromString("get_device");
+  PyObject *dataPtr = PyUnicode_InternFromString("data_ptr");
+  PyObject *dtype = PyUnicode_InternFromString("dtype");
+  PyObject *stream = PyUnicode_InternFromString("stream");
+};
+const Names &names() {
+  static const Names *n = new Names(); // kept for the process's life
+  return *n;
+}
+
+// obj.name() through the method-call protocol, with no bound method made.
+PyObject *callMethod(PyObject *obj, PyObject *name) {
+  PyObject *args[1] = {obj};
+  return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+}
+
 } // namespace
 
 struct Launcher::Entry {
@@ -49,7 +67,10 @@ struct Launcher::Entry {
 Launcher::Launcher(std::vector<std::string> names, std::vector<bool> constexprs,
                    std::vector<bool> specialize, nb::list defaults, nb::object noDefault)
     : names_(std::move(names)), constexprs_(std::move(constexprs)),
-      specialize_(std::move(specialize)), defaults_(defaults), noDefault_(noDefault) {}
+      specialize_(std::move(specialize)), defaults_(defaults), noDefault_(noDefault) {
+  for (const std::string &n : names_)
+    nameObjects_.push_back(nb::steal(PyUnicode_InternFromString(n.c_str())));
+}
 
 Launcher::~Launcher() = default;
 
@@ -67,7 +88,7 @@ bool Launcher::bind(nb::tuple args, nb::dict kwargs, std::vector<nb::handle> &va
     values[i] = args[i];
   size_t used = 0;
   for (size_t i = args.size(); i < n; ++i) {
-    PyObject *v = PyDict_GetItemString(kwargs.ptr(), names_[i].c_str());
+    PyObject *v = PyDict_GetItem(kwargs.ptr(), nameObjects_[i].ptr());
     if (v) {
       values[i] = v;
       ++used;
@@ -191,12 +212,24 @@ bool Launcher::keyOf(size_t i, nb::handle v, std::string &key, std::vector<uint6
   }
   if (!torch.load() || !PyObject_TypeCheck(o, (PyTypeObject *)torch.tensorType))
     return false;
-  int dev = nb::cast<int>(v.attr("get_device")());
+  PyObject *devObj = callMethod(o, names().getDevice);
+  if (!devObj) {
+    PyErr_Clear();
+    return false;
+  }
+  long dev = PyLong_AsLong(devObj);
+  Py_DECREF(devObj);
   if (dev < 0 || (device >= 0 && dev != device))
     return false; // CPU tensors, or tensors on two GPUs: the slow path
-  device = dev;
-  uint64_t ptr = nb::cast<uint64_t>(v.attr("data_ptr")());
-  PyObject *dtype = PyObject_GetAttrString(o, "dtype");
+  device = (int)dev;
+  PyObject *ptrObj = callMethod(o, names().dataPtr);
+  if (!ptrObj) {
+    PyErr_Clear();
+    return false;
+  }
+  uint64_t ptr = PyLong_AsUnsignedLongLong(ptrObj);
+  Py_DECREF(ptrObj);
+  PyObject *dtype = PyObject_GetAttr(o, names().dtype);
   key += 't';
   appendInt(key, (int64_t)(intptr_t)dtype); // torch dtypes are singletons
   Py_XDECREF(dtype);
@@ -213,11 +246,13 @@ bool Launcher::makeKey(nb::tuple args, nb::dict kwargs, Call &call) {
       return false;
   if (call.device < 0)
     return false; // no GPU tensor: the CPU backend
-  for (const char *name : kCompileOptions) {
-    PyObject *v = PyDict_GetItemString(call.options.ptr(), name);
-    call.key += '|';
-    if (v && v != Py_None)
-      call.key += nb::cast<std::string>(nb::str(v));
+  if (call.options.size() > 0) {
+    for (const char *name : kCompileOptions) {
+      PyObject *v = PyDict_GetItemString(call.options.ptr(), name);
+      call.key += '|';
+      if (v && v != Py_None)
+        call.key += nb::cast<std::string>(nb::str(v));
+    }
   }
   appendInt(call.key, call.device);
   return true;
@@ -284,7 +319,7 @@ nb::object Launcher::launch(nb::object grid, nb::tuple args, nb::dict kwargs) {
     }
   }
   uint64_t stream;
-  PyObject *s = PyDict_GetItemString(call.options.ptr(), "stream");
+  PyObject *s = PyDict_GetItem(call.options.ptr(), names().stream);
   if (s && s != Py_None)
     stream = nb::cast<uint64_t>(nb::handle(s));
   else

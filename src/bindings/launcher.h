@@ -43,6 +43,7 @@ private:
   static bool globalsUnchanged(const Entry &e);
 
   std::vector<std::string> names_;
+  std::vector<nanobind::object> nameObjects_; // the same, as interned Python strings
   std::vector<bool> constexprs_, specialize_;
   nanobind::list defaults_;
   nanobind::object noDefault_;
