@@ -14,6 +14,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
+os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-cache-"))  # cold compiles
 
 
 def load_kernels(name, alias_tilec):
@@ -103,10 +104,14 @@ def main():
 
     # cold compile times
     x = torch.randn(1 << 20, device=dev)
+    h = torch.randn(512, 512, device=dev, dtype=torch.float16)
     compile_rows = {}
     for name, launch in [
         ("add_kernel", lambda m: m.add_kernel[(256,)](x, x, x, x.numel(), BLOCK=4096)),
         ("softmax_kernel", lambda m: m.softmax_kernel[(4,)](x, x, 4096, 4096, 4096, BLOCK=4096)),
+        ("matmul_kernel", lambda m: m.matmul_kernel[(16,)](h, h, h, 512, 512, 512, 512, 1, 512, 1,
+                                                           512, 1, BLOCK_M=128, BLOCK_N=128,
+                                                           BLOCK_K=32, GROUP_M=8, num_warps=8)),
     ]:
         t0 = time.perf_counter()
         k = safe(lambda: launch(tk))
