@@ -16,4 +16,13 @@ grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]+' "$OUT/matmul.sass" | awk '{pri
 ncu --launch-skip 2 --launch-count 1 -k regex:matmul --section WarpStateStats \
   --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
   --section Occupancy --section SpeedOfLight python3 scripts/profile_matmul.py > "$OUT/ncu.log" 2>&1
-grep -E "Stall|stall|Issue|Pipe|Throughput|Occupancy|Registers|Shared Memory|Block Limit|Eligible|Active Warps|Duration|Bank" "$OUT/ncu.log" | head -70
+grep -E "Issue|Pipe|Throughput|Occupancy|Registers|Block Limit|Eligible|Active Warps|Duration" "$OUT/ncu.log" | head -30
+stalls=""
+for r in barrier long_scoreboard short_scoreboard math_pipe_throttle mio_throttle wait \
+         not_selected dispatch_stall lg_throttle selected no_instruction branch_resolving \
+         imc_miss membar sleeping; do
+  stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+done
+ncu --launch-skip 2 --launch-count 1 -k regex:matmul --metrics "${stalls#,}" \
+  python3 scripts/profile_matmul.py > "$OUT/stalls.log" 2>&1
+grep -E "stalled" "$OUT/stalls.log"
