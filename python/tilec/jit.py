@@ -194,7 +194,9 @@ class JITFunction:
     # --- launching
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        """``kernel[grid](*args)``: the launch goes through the C++ fast path once
+        this specialization has run before, else through ``run``."""
+        return self._fast.bind_grid(grid, self.run)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

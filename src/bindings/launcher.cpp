@@ -346,7 +346,26 @@ void Launcher::add(nb::tuple args, nb::dict kwargs, nb::object kernel,
   entries_[call.key] = std::move(e);
 }
 
+namespace {
+
+// `kernel[grid]`: calling it launches through the fast path, else through
+// `fallback` (JITFunction.run) with grid= added.
+struct GridLaunch {
+  nb::object launcher, grid, fallback;
+  nb::object call(nb::args args, nb::kwargs kwargs) {
+    nb::object r = nb::cast<Launcher &>(launcher).launch(grid, nb::tuple(args), kwargs);
+    if (!r.is_none())
+      return r;
+    kwargs["grid"] = grid;
+    return fallback(*args, **kwargs);
+  }
+};
+
+} // namespace
+
 void bindLauncher(nb::module_ &m) {
+  nb::class_<GridLaunch>(m, "GridLaunch")
+      .def("__call__", &GridLaunch::call);
   nb::class_<Launcher>(m, "Launcher")
       .def(nb::init<std::vector<std::string>, std::vector<bool>, std::vector<bool>, nb::list,
                     nb::object>(),
@@ -355,7 +374,13 @@ void bindLauncher(nb::module_ &m) {
       .def("launch", &Launcher::launch, nb::arg("grid"), nb::arg("args"), nb::arg("kwargs"))
       .def("add", &Launcher::add, nb::arg("args"), nb::arg("kwargs"), nb::arg("kernel"),
            nb::arg("gpu"), nb::arg("globals"))
-      .def("clear", [](Launcher &l) { l.clear(); });
+      .def("clear", [](Launcher &l) { l.clear(); })
+      .def(
+          "bind_grid",
+          [](nb::object self, nb::object grid, nb::object fallback) {
+            return GridLaunch{self, grid, fallback};
+          },
+          nb::arg("grid"), nb::arg("fallback"));
 }
 
 } // namespace tilec

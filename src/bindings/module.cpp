@@ -289,7 +289,10 @@ std::string runPassesText(const std::string &text, const std::vector<std::string
 } // namespace
 
 NB_MODULE(_C, m) {
-  m.doc() = "tilec's compiler and CPU runtime";
+  m.doc() = "tilec's compiler and runtimes";
+  // Kernels defined at module level keep their compiled objects until the
+  // interpreter exits; that is not a leak worth a warning on every exit.
+  nb::set_leak_warnings(false);
   nb::exception<CompileError>(m, "CompilationError");
   nb::exception<cpu::KernelError>(m, "KernelError", PyExc_RuntimeError);
   nb::exception<InternalError>(m, "InternalError", PyExc_RuntimeError);
