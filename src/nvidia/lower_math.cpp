@@ -9,22 +9,27 @@ namespace tilec::nvidia {
 
 namespace {
 
-struct F32 {
+// Instructions of one float width: `op("mul.rn", ...)` appends the width.
+struct FloatOps {
   Lowering &L;
+  bool wide; // f64, else f32
+  std::string t() const { return wide ? ".f64" : ".f32"; }
   std::string op(const std::string &instr, std::vector<std::string> srcs) {
-    return L.opReg(instr, RegClass::F32, srcs);
+    bool typed = instr.size() > 4 && (instr.compare(instr.size() - 4, 4, ".f32") == 0 ||
+                                      instr.compare(instr.size() - 4, 4, ".f64") == 0);
+    return L.opReg(typed ? instr : instr + t(), wide ? RegClass::F64 : RegClass::F32, srcs);
   }
-  std::string k(double v) { return immF32(v); }
-  std::string mul(const std::string &a, const std::string &b) { return op("mul.rn.f32", {a, b}); }
-  std::string add(const std::string &a, const std::string &b) { return op("add.rn.f32", {a, b}); }
-  std::string sub(const std::string &a, const std::string &b) { return op("sub.rn.f32", {a, b}); }
+  std::string k(double v) { return wide ? immF64(v) : immF32(v); }
+  std::string mul(const std::string &a, const std::string &b) { return op("mul.rn", {a, b}); }
+  std::string add(const std::string &a, const std::string &b) { return op("add.rn", {a, b}); }
+  std::string sub(const std::string &a, const std::string &b) { return op("sub.rn", {a, b}); }
   std::string fma(const std::string &a, const std::string &b, const std::string &c) {
-    return op("fma.rn.f32", {a, b, c});
+    return op("fma.rn", {a, b, c});
   }
-  std::string div(const std::string &a, const std::string &b) { return op("div.rn.f32", {a, b}); }
+  std::string div(const std::string &a, const std::string &b) { return op("div.rn", {a, b}); }
   // c[0] + c[1] x + c[2] x^2 + ..., by Horner.
   std::string poly(const std::string &x, const std::vector<double> &c) {
-    std::string acc = op("mov.f32", {k(c.back())});
+    std::string acc = op("mov", {k(c.back())});
     for (int i = (int)c.size() - 2; i >= 0; --i)
       acc = fma(acc, x, k(c[i]));
     return acc;
@@ -33,8 +38,15 @@ struct F32 {
     return L.opReg(instr, RegClass::Pred, {a, b});
   }
   std::string sel(const std::string &p, const std::string &a, const std::string &b) {
-    return op("selp.f32", {a, b, p});
+    return op("selp", {a, b, p});
   }
+};
+
+struct F32 : FloatOps {
+  explicit F32(Lowering &l) : FloatOps{l, false} {}
+};
+struct F64 : FloatOps {
+  explicit F64(Lowering &l) : FloatOps{l, true} {}
 };
 
 // Taylor coefficients of sin(r)/r and cos(r) in r^2, enough for |r| <= pi/4.
@@ -184,29 +196,6 @@ std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
 
 namespace {
 
-struct F64 {
-  Lowering &L;
-  std::string op(const std::string &instr, std::vector<std::string> srcs) {
-    return L.opReg(instr, RegClass::F64, srcs);
-  }
-  std::string k(double v) { return immF64(v); }
-  std::string fma(const std::string &a, const std::string &b, const std::string &c) {
-    return op("fma.rn.f64", {a, b, c});
-  }
-  std::string mul(const std::string &a, const std::string &b) { return op("mul.rn.f64", {a, b}); }
-  std::string poly(const std::string &x, const std::vector<double> &c) {
-    std::string acc = op("mov.f64", {k(c.back())});
-    for (int i = (int)c.size() - 2; i >= 0; --i)
-      acc = fma(acc, x, k(c[i]));
-    return acc;
-  }
-  std::string sel(const std::string &p, const std::string &a, const std::string &b) {
-    return op("selp.f64", {a, b, p});
-  }
-  std::string pred(const std::string &instr, const std::string &a, const std::string &b) {
-    return L.opReg(instr, RegClass::Pred, {a, b});
-  }
-};
 
 std::vector<double> taylor(int terms, int firstPower, bool alternate) {
   std::vector<double> c;
