@@ -364,8 +364,7 @@ struct GridLaunch {
 } // namespace
 
 void bindLauncher(nb::module_ &m) {
-  nb::class_<GridLaunch>(m, "GridLaunch")
-      .def("__call__", &GridLaunch::call);
+  nb::class_<GridLaunch>(m, "GridLaunch").def("__call__", &GridLaunch::call);
   nb::class_<Launcher>(m, "Launcher")
       .def(nb::init<std::vector<std::string>, std::vector<bool>, std::vector<bool>, nb::list,
                     nb::object>(),

@@ -21,10 +21,9 @@ Lowering::Lowering(const Function &f, const GpuOptions &o) : fn(f), opts(o) {
   arch = archNumber(opts.arch);
   axisInfo = analyzeAxisInfo(fn);
   walk(*fn.body, [&](Op *op) {
-    if (op->kind == OpKind::Load || op->kind == OpKind::Store ||
-        op->kind == OpKind::LoadBlock || op->kind == OpKind::StoreBlock)
-      minElementBytes_ =
-          std::min(minElementBytes_, dtypeBytes(op->operand(0)->type.pointee));
+    if (op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::LoadBlock ||
+        op->kind == OpKind::StoreBlock)
+      minElementBytes_ = std::min(minElementBytes_, dtypeBytes(op->operand(0)->type.pointee));
   });
 }
 
@@ -54,7 +53,8 @@ const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
   for (int64_t s : shape)
     numel *= s;
   int64_t threads = 32 * opts.numWarps;
-  int64_t vec = std::min<int64_t>(vecBytes_ / minElementBytes_, std::max<int64_t>(1, numel / threads));
+  int64_t vec =
+      std::min<int64_t>(vecBytes_ / minElementBytes_, std::max<int64_t>(1, numel / threads));
   const LinearLayout *l = intern(blockedLayout(shape, (int)vec, opts.numWarps));
   defaults_[shape] = l;
   return l;
@@ -329,16 +329,15 @@ PtxKernel Lowering::run() {
   std::string text = b.functionBody();
   for (size_t at; (at = text.find("TILEC_PIPELINE_BYTES")) != std::string::npos;)
     text.replace(at, 20, std::to_string(pipelineBytes_));
-  ptx << "\n.visible .entry " << fn.name << "(\n" << params.str() << "\n)\n.maxntid "
-      << out.numThreads << ", 1, 1\n";
+  ptx << "\n.visible .entry " << fn.name << "(\n"
+      << params.str() << "\n)\n.maxntid " << out.numThreads << ", 1, 1\n";
   if (opts.maxRegisters > 0)
     ptx << ".maxnreg " << opts.maxRegisters << "\n";
-  ptx << "{\n"
-      << text << "}\n";
+  ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
   out.sharedBytes = (int)(pipelineBytes_ + sharedBytes_);
-  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-               .count();
+  out.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
@@ -347,7 +346,8 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
     throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
                                 std::to_string(opts.numWarps));
   if (archNumber(opts.arch) < 80)
-    throw std::invalid_argument("target " + opts.arch + " is not supported: tilec needs sm_80 or newer");
+    throw std::invalid_argument("target " + opts.arch +
+                                " is not supported: tilec needs sm_80 or newer");
   return Lowering(fn, opts).run();
 }
 

@@ -204,7 +204,8 @@ static void emitPrintf(Lowering &L, const std::string &format,
   for (size_t k = 0; k < args.size(); ++k) {
     auto [r, rc] = args[k];
     std::string slot = "[tilec_printf_buf+" + std::to_string(8 * k) + "]";
-    L.b.emit(std::string(rc == RegClass::F64 ? "st.local.f64 " : "st.local.b64 ") + slot + ", " + r);
+    L.b.emit(std::string(rc == RegClass::F64 ? "st.local.f64 " : "st.local.b64 ") + slot + ", " +
+             r);
   }
   std::string fmt = L.opReg("mov.u64", RegClass::B64, {name});
   fmt = L.opReg("cvta.global.u64", RegClass::B64, {fmt});
@@ -226,10 +227,13 @@ void Lowering::lowerPrint(const Op &op) {
     const Type &t = op.operand(a)->type;
     const TVal &v = val(op.operand(a));
     std::string fmt = "pid (%lld, %lld, %lld) idx (%lld) " + prefix +
-                      (op.operands.size() > 1 ? "(operand " + std::to_string(a) + ")" : "") +
-                      ": " + (isFloat(t.dtype) ? "%g" : hex ? "0x%llx" : "%lld") + "\n";
-    std::string owner = v.isTensor() ? ownerPredicate(v.layout)
-                                     : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
+                      (op.operands.size() > 1 ? "(operand " + std::to_string(a) + ")" : "") + ": " +
+                      (isFloat(t.dtype) ? "%g"
+                       : hex            ? "0x%llx"
+                                        : "%lld") +
+                      "\n";
+    std::string owner =
+        v.isTensor() ? ownerPredicate(v.layout) : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
     for (size_t r = 0; r < v.regs.size(); ++r) {
       std::string idx = opReg("mov.u64", RegClass::B64, {"0"});
       if (v.isTensor()) {
@@ -244,8 +248,11 @@ void Lowering::lowerPrint(const Op &op) {
                                        : castScalar(v.regs[r], t.dtype, DType::I64, false);
       RegClass rc = isFloat(t.dtype) ? RegClass::F64 : RegClass::B64;
       emitPrintf(*this, fmt,
-                 {{pid[0], RegClass::B64}, {pid[1], RegClass::B64}, {pid[2], RegClass::B64},
-                  {idx, RegClass::B64}, {e, rc}},
+                 {{pid[0], RegClass::B64},
+                  {pid[1], RegClass::B64},
+                  {pid[2], RegClass::B64},
+                  {idx, RegClass::B64},
+                  {e, rc}},
                  owner);
     }
   }
@@ -256,8 +263,9 @@ void Lowering::lowerAssert(const Op &op) {
     return; // as in Triton: device asserts are checked only in debug mode
   const TVal &c = val(op.operand(0));
   std::string text = op.strAttr("message");
-  std::string where = op.loc.source ? op.loc.source->filename + ":" + std::to_string(op.loc.fileLine())
-                                    : std::string("<kernel>");
+  std::string where = op.loc.source
+                          ? op.loc.source->filename + ":" + std::to_string(op.loc.fileLine())
+                          : std::string("<kernel>");
   std::string fmt = where + ": device assertion failed in program (%lld, %lld, %lld)" +
                     (text.empty() ? "" : ": " + text) + "\n";
   std::vector<std::pair<std::string, RegClass>> pid;

@@ -34,7 +34,8 @@ void Lowering::lowerDot(const Op &op) {
   int64_t M = at.shape[rank - 2], K = at.shape[rank - 1], N = bt.shape[rank - 1];
   DType in = at.dtype, out = rt.dtype;
   bool integer = !isFloat(in);
-  DType work = integer ? DType::I32 : (in == DType::F64 || out == DType::F64 ? DType::F64 : DType::F32);
+  DType work =
+      integer ? DType::I32 : (in == DType::F64 || out == DType::F64 ? DType::F64 : DType::F32);
   int wbytes = work == DType::F64 ? 8 : 4;
   bool tf32 = in == DType::F32 && op.strAttr("input_precision") == "tf32";
   if (const LinearLayout *mma = mmaLayout(op)) {
@@ -77,9 +78,9 @@ void Lowering::lowerDot(const Op &op) {
   std::string base = sharedBase();
   for (int r = 0; r < l->numRegs(); ++r) {
     std::string e = accIn.regs[r];
-    acc.push_back(integer ? castScalar(e, out, DType::I32, false)
-                          : (work == DType::F64 ? castScalar(e, out, DType::F64, false)
-                                                : toF32(e, out)));
+    acc.push_back(
+        integer ? castScalar(e, out, DType::I32, false)
+                : (work == DType::F64 ? castScalar(e, out, DType::F64, false) : toF32(e, out)));
     Coords rc = l->regCoords(r);
     int64_t cb = rank == 3 ? rc[0] : 0;
     auto rowKey = std::make_pair(cb, rc[rank - 2]), colKey = std::make_pair(cb, rc[rank - 1]);
@@ -92,8 +93,7 @@ void Lowering::lowerDot(const Op &op) {
     if (!cols.count(colKey)) {
       std::string n = elementCoord(l, rank - 1, r);
       if (rank == 3)
-        n = opReg("mad.lo.u32", RegClass::B32,
-                  {elementCoord(l, 0, r), imm(K * N), n});
+        n = opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 0, r), imm(K * N), n});
       std::string addr = opReg("mad.lo.u32", RegClass::B32, {n, imm(wbytes), base});
       cols[colKey] = opReg("add.u32", RegClass::B32, {addr, imm(bStart)});
     }
@@ -117,7 +117,9 @@ void Lowering::lowerDot(const Op &op) {
     rowAt[r] = opReg("add.u32", RegClass::B32, {r, ka});
   for (auto &[key, r] : cols)
     colAt[r] = opReg("add.u32", RegClass::B32, {r, kb});
-  const char *ld = work == DType::F64 ? "ld.shared.f64" : integer ? "ld.shared.b32" : "ld.shared.f32";
+  const char *ld = work == DType::F64 ? "ld.shared.f64"
+                   : integer          ? "ld.shared.b32"
+                                      : "ld.shared.f32";
   RegClass wc = regClassOf(work);
   for (int64_t u = 0; u < unroll; ++u) {
     std::map<std::string, std::string> aVal, bVal;
@@ -138,9 +140,9 @@ void Lowering::lowerDot(const Op &op) {
 
   TVal result{l, {}};
   for (std::string &a : acc)
-    result.regs.push_back(integer ? castScalar(a, DType::I32, out, false)
-                                  : (work == DType::F64 ? castScalar(a, DType::F64, out, false)
-                                                        : fromF32(a, out)));
+    result.regs.push_back(
+        integer ? castScalar(a, DType::I32, out, false)
+                : (work == DType::F64 ? castScalar(a, DType::F64, out, false) : fromF32(a, out)));
   bind(op.result(), result);
 }
 

@@ -88,8 +88,8 @@ std::string Lowering::castScalar(const std::string &r, DType from, DType to, boo
   RegClass fc = regClassOf(from), tc = regClassOf(to);
   if (to == DType::I1) {
     if (isFloat(from))
-      return opReg("setp.neu" + floatSuffix(from == DType::F64 ? from : DType::F32),
-                   RegClass::Pred, {toF32IfNeeded(r, from), from == DType::F64 ? immF64(0) : immF32(0)});
+      return opReg("setp.neu" + floatSuffix(from == DType::F64 ? from : DType::F32), RegClass::Pred,
+                   {toF32IfNeeded(r, from), from == DType::F64 ? immF64(0) : immF32(0)});
     return opReg("setp.ne" + bitsSuffix(from), RegClass::Pred, {r, "0"});
   }
   if (from == DType::I1) {
@@ -108,8 +108,9 @@ std::string Lowering::castScalar(const std::string &r, DType from, DType to, boo
   }
   if (isFloat(from) && isFloat(to)) {
     if (from == DType::F64 && to != DType::F32 && to != DType::F16)
-      return fromF32(opReg(std::string("cvt") + (rtz ? ".rz" : ".rn") + ".f32.f64",
-                           RegClass::F32, {r}), to, rtz);
+      return fromF32(
+          opReg(std::string("cvt") + (rtz ? ".rz" : ".rn") + ".f32.f64", RegClass::F32, {r}), to,
+          rtz);
     if (from == DType::F64)
       return opReg(std::string("cvt") + (rtz ? ".rz" : ".rn") +
                        (to == DType::F32 ? ".f32.f64" : ".f16.f64"),
@@ -175,8 +176,8 @@ std::string Lowering::select(DType d, const std::string &c, const std::string &a
     std::string f = opReg("and.pred", rc, {nc, e});
     return opReg("or.pred", rc, {t, f});
   }
-  static const char *const kSel[] = {"", "selp.b16", "selp.b32", "selp.b64", "selp.f32",
-                                     "selp.f64"};
+  static const char *const kSel[] = {"",         "selp.b16", "selp.b32",
+                                     "selp.b64", "selp.f32", "selp.f64"};
   return opReg(kSel[(int)rc], rc, {a, e, c});
 }
 
@@ -385,9 +386,9 @@ TVal Lowering::computeElementwise(const Op &op, const std::vector<TVal> &xs,
       break;
     case OpKind::Fma:
       if (needsF32(d))
-        res = fromF32(opReg("fma.rn.f32", RegClass::F32,
-                            {toF32(x(0), d), toF32(x(1), d), toF32(x(2), d)}),
-                      d);
+        res = fromF32(
+            opReg("fma.rn.f32", RegClass::F32, {toF32(x(0), d), toF32(x(1), d), toF32(x(2), d)}),
+            d);
       else
         res = opReg("fma.rn" + floatSuffix(d), regClassOf(d), {x(0), x(1), x(2)});
       break;
@@ -453,8 +454,7 @@ std::string Lowering::storageMove(DType to, const std::string &r) {
   char from = r[1];
   bool narrow = isNarrowInt(to);
   if (rc == RegClass::B32 && from == 'h') { // 16-bit float bits -> i16/u16
-    return normalize(opReg(isUnsigned(to) ? "cvt.u32.u16" : "cvt.s32.s16", RegClass::B32, {r}),
-                     to);
+    return normalize(opReg(isUnsigned(to) ? "cvt.u32.u16" : "cvt.s32.s16", RegClass::B32, {r}), to);
   }
   if (rc == RegClass::B16 && from == 'r') // i16/u16/i8 -> 16-bit float bits
     return opReg("cvt.u16.u32", RegClass::B16, {r});

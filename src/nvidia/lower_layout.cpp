@@ -124,8 +124,7 @@ void Lowering::barrier() { b.emit("bar.sync 0"); }
 // The address of register r's element in a row-major copy of the tensor
 // whose dim d has stride strides[d] (0 for a broadcast dim).
 SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
-                                   const std::vector<int64_t> &strides, int bytes,
-                                   int64_t start) {
+                                   const std::vector<int64_t> &strides, int bytes, int64_t start) {
   // This thread's part of the address, computed once per layout and strides.
   std::string key = l->str() + "/" + std::to_string(bytes);
   for (int64_t s : strides)

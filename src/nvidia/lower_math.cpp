@@ -50,10 +50,10 @@ struct F64 : FloatOps {
 };
 
 // Taylor coefficients of sin(r)/r and cos(r) in r^2, enough for |r| <= pi/4.
-const std::vector<double> kSin = {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880,
-                                  -1.0 / 39916800};
-const std::vector<double> kCos = {1.0, -0.5, 1.0 / 24, -1.0 / 720, 1.0 / 40320,
-                                  -1.0 / 3628800, 1.0 / 479001600};
+const std::vector<double> kSin = {1.0,         -1.0 / 6,     1.0 / 120,
+                                  -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800};
+const std::vector<double> kCos = {1.0,         -0.5,           1.0 / 24,       -1.0 / 720,
+                                  1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600};
 
 } // namespace
 
@@ -131,8 +131,8 @@ static std::string erfF32(Lowering &L, const std::string &x) {
   }
   std::string small = f.mul(x, f.poly(x2, series));
   std::string t = f.div(f.k(1.0), f.fma(ax, f.k(0.3275911), f.k(1.0)));
-  std::string p = f.mul(t, f.poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027,
-                                      1.061405429}));
+  std::string p =
+      f.mul(t, f.poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
   std::string e = expF32(L, f.op("neg.f32", {x2}));
   std::string large = f.sub(f.k(1.0), f.mul(p, e));
   std::string neg = f.pred("setp.lt.f32", x, f.k(0.0));
@@ -146,8 +146,8 @@ static std::string tanhF32(Lowering &L, const std::string &x) {
   F32 f{L};
   std::string ax = f.op("abs.f32", {x});
   std::string x2 = f.mul(x, x);
-  std::string small = f.mul(
-      x, f.poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925}));
+  std::string small =
+      f.mul(x, f.poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925}));
   std::string e = expF32(L, f.mul(ax, f.k(2.0)));
   std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
   std::string neg = f.pred("setp.lt.f32", x, f.k(0.0));
@@ -195,7 +195,6 @@ std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
 // --- f64: the same reductions, with series long enough for double precision.
 
 namespace {
-
 
 std::vector<double> taylor(int terms, int firstPower, bool alternate) {
   std::vector<double> c;
@@ -253,8 +252,8 @@ static std::string logF64(Lowering &L, const std::string &x) {
   std::string m = L.opReg("mov.b64", RegClass::F64, {mbits});
   std::string ef = L.opReg("cvt.rn.f64.s64", RegClass::F64, {e});
   ef = f.op("sub.rn.f64", {ef, f.sel(tiny, f.k(52.0), f.k(0.0))});
-  std::string s = f.op("div.rn.f64", {f.op("sub.rn.f64", {m, f.k(1.0)}),
-                                       f.op("add.rn.f64", {m, f.k(1.0)})});
+  std::string s =
+      f.op("div.rn.f64", {f.op("sub.rn.f64", {m, f.k(1.0)}), f.op("add.rn.f64", {m, f.k(1.0)})});
   std::string s2 = f.mul(s, s);
   std::vector<double> c;
   for (int i = 0; i < 13; ++i)

@@ -8,9 +8,7 @@
 
 namespace tilec::nvidia {
 
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 // How many leading registers hold consecutive elements of the last dim.
 int contiguousRegisters(const LinearLayout &l) {
@@ -76,8 +74,7 @@ std::string braced(const std::vector<std::string> &regs) {
 
 } // namespace
 
-int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d,
-                       const Value *mask) {
+int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask) {
   if (!ptr.isTensor())
     return 1;
   int bytes = dtypeBytes(d);
@@ -104,16 +101,15 @@ static std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::
       std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
       L.b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
       for (const std::string &h : {lo, hi})
-        out.push_back(regClassOf(d) == RegClass::B16
-                          ? h
-                          : L.opReg(isUnsigned(d) ? "cvt.u32.u16" : "cvt.s32.s16",
-                                    RegClass::B32, {h}));
+        out.push_back(
+            regClassOf(d) == RegClass::B16
+                ? h
+                : L.opReg(isUnsigned(d) ? "cvt.u32.u16" : "cvt.s32.s16", RegClass::B32, {h}));
       continue;
     }
     for (int k = 0; k < 4; ++k) {
       bool sign = d == DType::I8;
-      std::string e = L.opReg(sign ? "bfe.s32" : "bfe.u32", RegClass::B32,
-                              {w, imm(8 * k), "8"});
+      std::string e = L.opReg(sign ? "bfe.s32" : "bfe.u32", RegClass::B32, {w, imm(8 * k), "8"});
       if (d == DType::I1)
         e = L.opReg("setp.ne.u32", RegClass::Pred, {e, "0"});
       else if (regClassOf(d) == RegClass::B16)
@@ -279,8 +275,8 @@ void Lowering::lowerBlockPtr(const Op &op) {
   if (op.kind == OpKind::MakeBlockPtr) {
     out.regs.push_back(val(op.operand(0)).regs[0]);
     for (size_t k = 1; k < op.operands.size(); ++k)
-      out.regs.push_back(castScalar(val(op.operand(k)).regs[0], op.operand(k)->type.dtype,
-                                    DType::I64, false));
+      out.regs.push_back(
+          castScalar(val(op.operand(k)).regs[0], op.operand(k)->type.dtype, DType::I64, false));
     bind(op.result(), out);
     return;
   }

@@ -133,9 +133,7 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   int64_t bRows = bTrans ? K : N;
   needShared(bStart + bRows * bRowBytes);
   barrier();
-  auto element = [&](const std::string &e) {
-    return kind.tf32 ? roundToTf32(*this, e) : e;
-  };
+  auto element = [&](const std::string &e) { return kind.tf32 ? roundToTf32(*this, e) : e; };
   // Row-major: runs of registers contiguous along the row go out as vectors.
   auto stageRows = [&](const Value *v, int64_t start, int64_t stride) {
     const TVal &x = val(v);
@@ -175,7 +173,8 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
     TVal xv = convert(x, in, l);
     std::string base = sharedBase();
     for (int r = 0; r < l->numRegs(); ++r) {
-      std::string addr = opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 1, r), imm(rowBytes), base});
+      std::string addr =
+          opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 1, r), imm(rowBytes), base});
       addr = opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 0, r), imm(bytes), addr});
       SharedAddr a{addr, start};
       if (bytes == 1)
@@ -249,16 +248,16 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
     for (int64_t i = 0; i < reps; ++i) {
       for (int q = 0; q < 4; ++q)
         aFrag[i].push_back(b.reg(RegClass::B32));
-      b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(aFrag[i]) + ", [" + aAddr +
-             "+" + imm(i * 16 * rowBytes + kByte) + "]");
+      b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(aFrag[i]) + ", [" + aAddr + "+" +
+             imm(i * 16 * rowBytes + kByte) + "]");
     }
     for (int64_t j = 0; j < nreps; j += 2) {
       std::vector<std::string> regs;
       int count = j + 1 < nreps ? 4 : 2;
       for (int q = 0; q < count; ++q)
         regs.push_back(b.reg(RegClass::B32));
-      int64_t offset = bTrans ? bStart + kk * bRowBytes + j * 8 * bytes
-                              : bStart + j * 8 * rowBytes + kByte;
+      int64_t offset =
+          bTrans ? bStart + kk * bRowBytes + j * 8 * bytes : bStart + j * 8 * rowBytes + kByte;
       b.emit(std::string("ldmatrix.sync.aligned.m8n8.x") + (count == 4 ? "4" : "2") +
              (bTrans ? ".trans" : "") + ".shared.b16 " + regList(regs) + ", [" + bAddr + "+" +
              imm(offset) + "]");

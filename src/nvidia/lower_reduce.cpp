@@ -141,8 +141,8 @@ void Lowering::lowerReduce(const Op &op) {
         SharedAddr a = sharedAddress(out, j, strides, vbytes, s * numel * vbytes);
         Partial p{loadShared(a, acc), ""};
         if (isArg)
-          p.i = loadShared(sharedAddress(out, j, strides, 4, valueBytes + s * numel * 4),
-                           DType::I32);
+          p.i =
+              loadShared(sharedAddress(out, j, strides, 4, valueBytes + s * numel * 4), DType::I32);
         total = s ? combine(total, p) : p;
       }
       parts[j] = total;

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <deque>
-#include <memory>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "nvidia/axis_info.h"
@@ -195,10 +195,10 @@ public:
   void lowerAssert(const Op &op);
 
   // Memory access of one tensor of addresses (lower_memory.cpp).
-  std::vector<std::string> loadElements(const Op &op, const TVal &ptr, DType d,
-                                        const TVal *mask, const TVal *other, int vec);
-  void storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value,
-                     const TVal *mask, int vec);
+  std::vector<std::string> loadElements(const Op &op, const TVal &ptr, DType d, const TVal *mask,
+                                        const TVal *other, int vec);
+  void storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value, const TVal *mask,
+                     int vec);
 
 private:
   std::unordered_map<const Value *, TVal> values_;

@@ -37,8 +37,7 @@ int useCount(const Block &body, const Value *v) {
 
 bool isZeroConstant(const Value *v) {
   const Op *d = v->def;
-  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 &&
-         d->intAttr("value") == 0;
+  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 && d->intAttr("value") == 0;
 }
 
 } // namespace
@@ -83,8 +82,8 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     if (dot.kind != OpKind::Dot || !mmaLayout(dot))
       continue;
     const Op *a = dot.operand(0)->def, *bOp = dot.operand(1)->def;
-    if (!a || !bOp || a->kind != OpKind::Load || bOp->kind != OpKind::Load ||
-        a->parent != &body || bOp->parent != &body || dtypeBytes(dot.operand(1)->type.dtype) != 2)
+    if (!a || !bOp || a->kind != OpKind::Load || bOp->kind != OpKind::Load || a->parent != &body ||
+        bOp->parent != &body || dtypeBytes(dot.operand(1)->type.dtype) != 2)
       continue;
     auto p = std::make_unique<Pipeline>();
     if (!pipelineable(*this, forOp, *a, p->loads[0]) ||
@@ -132,8 +131,8 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
     const TVal &ptr = l.next;
     const LinearLayout *lay = ptr.layout;
     int vec = l.vec;
-    std::string slotBase = L.opReg("mad.lo.u32", RegClass::B32,
-                                   {slot, imm(l.slotBytes), L.pipelineBase()});
+    std::string slotBase =
+        L.opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), L.pipelineBase()});
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
     TVal mask;
     if (l.load->operands.size() > 1)
@@ -231,8 +230,8 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
   for (PipelinedLoad &l : p.loads) {
     if (l.load != &load)
       continue;
-    std::string base = opReg("mad.lo.u32", RegClass::B32,
-                             {p.readSlot, imm(l.slotBytes), pipelineBase()});
+    std::string base =
+        opReg("mad.lo.u32", RegClass::B32, {p.readSlot, imm(l.slotBytes), pipelineBase()});
     base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
     TVal resident;
     resident.sharedTile = base;

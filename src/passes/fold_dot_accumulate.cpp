@@ -15,8 +15,7 @@ namespace {
 
 bool isZeroSplat(const Value *v) {
   const Op *d = v->def;
-  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 &&
-         d->intAttr("value") == 0;
+  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 && d->intAttr("value") == 0;
 }
 
 std::unordered_map<const Value *, int> countUses(Block &body) {

@@ -1,8 +1,8 @@
 // GPU compilation, the kernel's bytes in the disk cache, and launch.
 #include "runtime/gpu_kernel.h"
 
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -212,15 +212,14 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
   k->cubin = f["cubin"];
   k->assembler = f["assembler"];
   o.arch = f["options.arch"];
-  bool ok = parseParams(f["params"], k->params) && parseInt(f["num_threads"], k->numThreads) &&
-            parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
-            parseInt(f["spill_bytes"], k->spillBytes) &&
-            parseInt(f["options.num_warps"], o.numWarps) &&
-            parseInt(f["options.num_stages"], o.numStages) &&
-            parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
-            parseBool(f["options.debug"], o.debug) &&
-            parseInt(f["options.maxnreg"], o.maxRegisters) && parseDouble(f["emit_ms"], k->emitMs) &&
-            parseDouble(f["assemble_ms"], k->assembleMs);
+  bool ok =
+      parseParams(f["params"], k->params) && parseInt(f["num_threads"], k->numThreads) &&
+      parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
+      parseInt(f["spill_bytes"], k->spillBytes) && parseInt(f["options.num_warps"], o.numWarps) &&
+      parseInt(f["options.num_stages"], o.numStages) &&
+      parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
+      parseBool(f["options.debug"], o.debug) && parseInt(f["options.maxnreg"], o.maxRegisters) &&
+      parseDouble(f["emit_ms"], k->emitMs) && parseDouble(f["assemble_ms"], k->assembleMs);
   if (!ok || !isPlausible(*k))
     return nullptr;
   return k;
@@ -263,8 +262,8 @@ const cuda::Kernel &GpuKernel::loaded(int device) {
   return *modules_[device];
 }
 
-void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> &args,
-                       void *stream, int device) {
+void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> &args, void *stream,
+                       int device) {
   if (args.size() != params.size())
     throw std::invalid_argument("the kernel takes " + std::to_string(params.size()) +
                                 " runtime arguments, got " + std::to_string(args.size()));
@@ -293,8 +292,8 @@ void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> 
     }
     ptrs[i] = &storage[i];
   }
-  cuda::launch(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], numThreads,
-               sharedBytes, stream, ptrs.data());
+  cuda::launch(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], numThreads, sharedBytes,
+               stream, ptrs.data());
 }
 
 } // namespace tilec
