@@ -29,6 +29,12 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
   $PY -m pytest -q -n 8 -p no:cacheprovider tests > "$OUT/tests.log" 2>&1
   echo "tests ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/tests.log")"
   grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -60
+  for warps in 1 8; do # every layout changes with the warp count
+    TILEC_TEST_NUM_WARPS=$warps $PY -m pytest -q -n 8 -p no:cacheprovider -k cuda \
+      tests/test_ops.py tests/test_kernels.py > "$OUT/tests_w$warps.log" 2>&1
+    echo "tests on the GPU with num_warps=$warps: $(tail -1 "$OUT/tests_w$warps.log")"
+    grep -E "^(FAILED|ERROR)" "$OUT/tests_w$warps.log" | head -30
+  done
 fi
 if [[ $WHAT == all || $WHAT == sanitize ]]; then
   start=$(date +%s)

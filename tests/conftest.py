@@ -1,6 +1,8 @@
 import atexit
+import ctypes
 import os
 import shutil
+import sys
 import tempfile
 
 # Every test (and each process it starts) uses a fresh disk cache, never the user's.
@@ -8,15 +10,11 @@ if "TILEC_CACHE_DIR" not in os.environ:
     os.environ["TILEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="tilec-test-cache-")
     atexit.register(shutil.rmtree, os.environ["TILEC_CACHE_DIR"], ignore_errors=True)
 
-import ctypes
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
-import numpy as np
-import pytest
-
-import sys
-
-import tilec
-import tilec.jit  # noqa: F401
+import tilec  # noqa: E402
+import tilec.jit  # noqa: E402,F401
 
 # The module, not tilec.jit the decorator.
 jitmod = sys.modules["tilec.jit"]
@@ -91,6 +89,10 @@ class GpuShim:
         # Separately rounded multiplies and adds, so that results are bit-exact
         # with the CPU backend; fused multiply-add is tested on its own.
         kwargs.setdefault("enable_fp_fusion", False)
+        # TILEC_TEST_NUM_WARPS reruns the suite with other warp counts, which
+        # change every layout (replicated threads, reductions across warps).
+        if os.environ.get("TILEC_TEST_NUM_WARPS"):
+            kwargs.setdefault("num_warps", int(os.environ["TILEC_TEST_NUM_WARPS"]))
         args = [on_device(a) for a in args]
         kwargs = {k: on_device(v) for k, v in kwargs.items()}
         try:
