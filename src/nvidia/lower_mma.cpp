@@ -77,122 +77,6 @@ LinearLayout accumulatorLayout(const Tiling &t, int numWarps) {
 
 } // namespace
 
-MmaGeometry Lowering::mmaGeometry(const Op &dot) {
-  const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
-  MmaKind kind = mmaKindOf(at.dtype, bt.dtype, rt.dtype, dot.strAttr("input_precision"), arch);
-  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  Tiling t = tile(M, N, K, opts.numWarps);
-  MmaGeometry g;
-  g.instr = std::string("mma.sync.aligned.") + kind.shape + ".row.col." + kind.types;
-  g.warpsM = t.warpsM;
-  g.warpM = t.warpM;
-  g.warpN = t.warpN;
-  g.reps = t.warpM / 16;
-  g.nreps = t.warpN / 8;
-  g.kInst = kind.kInst;
-  g.bytes = dtypeBytes(at.dtype);
-  g.rowBytes = K * g.bytes + 16; // padded: ldmatrix rows fall in distinct banks
-  g.bTrans = g.bytes == 2;
-  g.bRowBytes = g.bTrans ? N * g.bytes + 16 : g.rowBytes;
-  return g;
-}
-
-std::pair<std::string, std::string> Lowering::mmaLaneOffsets(const MmaGeometry &g) {
-  // The warp's tile, then this lane's ldmatrix row: A rows (l&7)+8*((l>>3)&1)
-  // with k half (l>>4)&1; B (as [K][N]) k rows (l&7)+8*((l>>3)&1) with n
-  // half (l>>4)&1, or (as [N][K]) n rows (l&7)+8*((l>>4)&1) with k half (l>>3)&1.
-  std::string wm = opReg("and.b32", RegClass::B32, {warp, imm(g.warpsM - 1)});
-  std::string warpM = opReg("mul.lo.u32", RegClass::B32, {wm, imm(g.warpM)});
-  std::string wn = opReg("shr.u32", RegClass::B32, {warp, imm(__builtin_ctzll(g.warpsM))});
-  int64_t warpsN = std::max<int64_t>(1, (int64_t)opts.numWarps / g.warpsM);
-  wn = opReg("and.b32", RegClass::B32, {wn, imm(warpsN - 1)});
-  std::string warpN = opReg("mul.lo.u32", RegClass::B32, {wn, imm(g.warpN)});
-  std::string l7 = opReg("and.b32", RegClass::B32, {lane, "7"});
-  std::string bit3 = opReg("bfe.u32", RegClass::B32, {lane, "3", "1"});
-  std::string bit4 = opReg("bfe.u32", RegClass::B32, {lane, "4", "1"});
-  std::string aRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
-  aRow = opReg("add.u32", RegClass::B32, {aRow, warpM});
-  std::string aOff = opReg("mul.lo.u32", RegClass::B32, {aRow, imm(g.rowBytes)});
-  aOff = opReg("mad.lo.u32", RegClass::B32, {bit4, "16", aOff});
-  std::string bOff;
-  if (g.bTrans) {
-    std::string kRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
-    bOff = opReg("mul.lo.u32", RegClass::B32, {kRow, imm(g.bRowBytes)});
-    std::string nCol = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", warpN});
-    bOff = opReg("mad.lo.u32", RegClass::B32, {nCol, imm(g.bytes), bOff});
-  } else {
-    std::string bRow = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", l7});
-    bRow = opReg("add.u32", RegClass::B32, {bRow, warpN});
-    bOff = opReg("mul.lo.u32", RegClass::B32, {bRow, imm(g.rowBytes)});
-    bOff = opReg("mad.lo.u32", RegClass::B32, {bit3, "16", bOff});
-  }
-  return {aOff, bOff};
-}
-
-static std::string regList(const std::vector<std::string> &r) {
-  std::string s = "{";
-  for (size_t k = 0; k < r.size(); ++k)
-    s += (k ? ", " : "") + r[k];
-  return s + "}";
-}
-
-MmaFragments Lowering::loadMmaFragments(const MmaGeometry &g, const std::string &aAddr,
-                                        const std::string &bAddr, int64_t k, int64_t bStart) {
-  MmaFragments f;
-  f.a.resize(g.reps);
-  f.b.resize(g.nreps);
-  for (int64_t i = 0; i < g.reps; ++i) {
-    for (int q = 0; q < 4; ++q)
-      f.a[i].push_back(b.reg(RegClass::B32));
-    b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(f.a[i]) + ", [" + aAddr + "+" +
-           imm(i * 16 * g.rowBytes + k * g.bytes) + "]");
-  }
-  for (int64_t j = 0; j < g.nreps; j += 2) {
-    std::vector<std::string> regs;
-    int count = j + 1 < g.nreps ? 4 : 2;
-    for (int q = 0; q < count; ++q)
-      regs.push_back(b.reg(RegClass::B32));
-    int64_t offset = g.bTrans ? bStart + k * g.bRowBytes + j * 8 * g.bytes
-                              : bStart + j * 8 * g.rowBytes + k * g.bytes;
-    b.emit(std::string("ldmatrix.sync.aligned.m8n8.x") + (count == 4 ? "4" : "2") +
-           (g.bTrans ? ".trans" : "") + ".shared.b16 " + regList(regs) + ", [" + bAddr + "+" +
-           imm(offset) + "]");
-    f.b[j] = {regs[0], regs[1]};
-    if (count == 4)
-      f.b[j + 1] = {regs[2], regs[3]};
-  }
-  return f;
-}
-
-void Lowering::issueMmas(const MmaGeometry &g, const MmaFragments &f,
-                         const std::vector<std::string> &acc) {
-  for (int64_t i = 0; i < g.reps; ++i)
-    for (int64_t j = 0; j < g.nreps; ++j) {
-      std::vector<std::string> d;
-      for (int q = 0; q < 4; ++q)
-        d.push_back(acc[(i * g.nreps + j) * 4 + q]);
-      std::string ds = regList(d);
-      b.emit(g.instr + " " + ds + ", " + regList(f.a[i]) + ", " + regList(f.b[j]) + ", " + ds);
-    }
-}
-
-void MmaFragments::assign(Lowering &L, const MmaFragments &from) {
-  auto copy = [&](std::vector<std::vector<std::string>> &to,
-                  const std::vector<std::vector<std::string>> &src) {
-    if (to.empty()) {
-      to = src;
-      for (auto &regs : to)
-        for (std::string &r : regs)
-          r = L.b.reg(RegClass::B32);
-    }
-    for (size_t i = 0; i < src.size(); ++i)
-      for (size_t q = 0; q < src[i].size(); ++q)
-        L.b.emit("mov.b32 " + to[i][q] + ", " + src[i][q]);
-  };
-  copy(a, from.a);
-  copy(b, from.b);
-}
-
 const LinearLayout *Lowering::mmaLayout(const Op &dot) {
   const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
   if (at.rank() != 2)
@@ -223,6 +107,7 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   DType in = at.dtype, out = rt.dtype;
   MmaKind kind = mmaKindOf(in, bt.dtype, out, op.strAttr("input_precision"), arch);
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  Tiling t = tile(M, N, K, opts.numWarps);
   int bytes = dtypeBytes(in);
   int64_t rowBytes = K * bytes + 16; // padded: ldmatrix rows fall in distinct banks
   int64_t aBytes = M * rowBytes, bStart = (aBytes + 127) / 128 * 128;
@@ -246,12 +131,8 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   bool bTrans = bytes == 2;
   int64_t bRowBytes = bTrans ? N * bytes + 16 : rowBytes;
   int64_t bRows = bTrans ? K : N;
-  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
-  bool staged = aBase.empty() || bBase.empty();
-  if (staged) {
-    needShared(bStart + bRows * bRowBytes);
-    barrier(); // earlier readers of the scratch are done
-  }
+  needShared(bStart + bRows * bRowBytes);
+  barrier();
   auto element = [&](const std::string &e) { return kind.tf32 ? roundToTf32(*this, e) : e; };
   // Row-major: runs of registers contiguous along the row go out as vectors.
   auto stageRows = [&](const Value *v, int64_t start, int64_t stride) {
@@ -303,14 +184,17 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
     }
   };
   // Operands a pipelined loop already copied are read where they are.
+  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
   if (aBase.empty())
     stageRows(op.operand(0), 0, rowBytes);
   if (bBase.empty() && bTrans)
     stageRows(op.operand(1), bStart, bRowBytes);
   else if (bBase.empty())
     stageTransposed(op.operand(1), bStart);
-  if (staged)
+  if (aBase.empty() || bBase.empty())
     barrier();
+  else
+    needShared(0);
   if (!bBase.empty())
     bStart = 0;
   if (aBase.empty())
@@ -318,37 +202,78 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   if (bBase.empty())
     bBase = sharedBase();
 
-  // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile. In a
-  // pipelined loop the first step's fragments come from the previous
-  // iteration, which loaded them while its last mmas ran.
-  MmaGeometry g = mmaGeometry(op);
-  Pipeline *p = nullptr;
-  if (auto it = pipelinedLoads.find(op.operand(0)->def); it != pipelinedLoads.end())
-    p = it->second->dot == &op ? it->second : nullptr;
-  auto [aLane, bLane] = p ? std::make_pair(p->aLane, p->bLane) : mmaLaneOffsets(g);
-  std::string aAddr = opReg("add.u32", RegClass::B32, {aBase, aLane});
-  std::string bAddr = opReg("add.u32", RegClass::B32, {bBase, bLane});
-  int64_t steps = K / kind.kInst;
-  MmaFragments cur = p ? p->fragments : loadMmaFragments(g, aAddr, bAddr, 0, bStart);
-  for (int64_t step = 0; step < steps; ++step) {
-    MmaFragments next;
-    if (step + 1 < steps) {
-      next = loadMmaFragments(g, aAddr, bAddr, (step + 1) * kind.kInst, bStart);
-    } else if (p) {
-      // The next iteration's stage: wait for it, then read its first step.
-      b.emit("cp.async.wait_group " + imm(p->stages - 2));
-      barrier();
-      std::string slot = opReg("add.u32", RegClass::B32, {p->readSlot, "1"});
-      std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {slot, imm(p->stages)});
-      slot = opReg("selp.u32", RegClass::B32, {"0", slot, wrap});
-      auto [na, nb] = pipelineStageAddrs(*p, slot);
-      next = loadMmaFragments(g, na, nb, 0, 0);
-    }
-    issueMmas(g, cur, acc);
-    cur = next;
+  // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile.
+  int64_t kHalf = 16 / bytes; // elements in 16 bytes
+  int64_t reps = t.warpM / 16, nreps = t.warpN / 8;
+  // This lane's ldmatrix row: A rows (l&7)+8*((l>>3)&1), k half (l>>4)&1;
+  // B rows (n) (l&7)+8*((l>>4)&1), k half (l>>3)&1.
+  std::string warpM = b.reg(RegClass::B32), warpN = b.reg(RegClass::B32);
+  {
+    std::string wm = opReg("and.b32", RegClass::B32, {warp, imm(t.warpsM - 1)});
+    b.emit("mul.lo.u32 " + warpM + ", " + wm + ", " + imm(t.warpM));
+    std::string wn = opReg("shr.u32", RegClass::B32, {warp, imm(__builtin_ctzll(t.warpsM))});
+    wn = opReg("and.b32", RegClass::B32, {wn, imm(t.warpsN - 1)});
+    b.emit("mul.lo.u32 " + warpN + ", " + wn + ", " + imm(t.warpN));
   }
-  if (p)
-    p->fragments.assign(*this, cur);
+  std::string l7 = opReg("and.b32", RegClass::B32, {lane, "7"});
+  std::string bit3 = opReg("bfe.u32", RegClass::B32, {lane, "3", "1"});
+  std::string bit4 = opReg("bfe.u32", RegClass::B32, {lane, "4", "1"});
+  std::string aRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
+  aRow = opReg("add.u32", RegClass::B32, {aRow, warpM});
+  std::string aAddr = opReg("mad.lo.u32", RegClass::B32, {aRow, imm(rowBytes), aBase});
+  aAddr = opReg("mad.lo.u32", RegClass::B32, {bit4, "16", aAddr});
+  std::string bAddr;
+  if (bTrans) { // rows k: (l&7) + 8*((l>>3)&1); columns n: 8*((l>>4)&1)
+    std::string kRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {kRow, imm(bRowBytes), bBase});
+    std::string nCol = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", warpN});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {nCol, imm(bytes), bAddr});
+  } else { // rows n: (l&7) + 8*((l>>4)&1); k half (l>>3)&1
+    std::string bRow = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", l7});
+    bRow = opReg("add.u32", RegClass::B32, {bRow, warpN});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {bRow, imm(rowBytes), bBase});
+    bAddr = opReg("mad.lo.u32", RegClass::B32, {bit3, "16", bAddr});
+  }
+  auto regList = [](const std::vector<std::string> &r) {
+    std::string s = "{";
+    for (size_t k = 0; k < r.size(); ++k)
+      s += (k ? ", " : "") + r[k];
+    return s + "}";
+  };
+  std::string mma = std::string("mma.sync.aligned.") + kind.shape + ".row.col." + kind.types;
+  (void)kHalf;
+  for (int64_t kk = 0; kk < K; kk += kind.kInst) {
+    int64_t kByte = kk * bytes;
+    std::vector<std::vector<std::string>> aFrag(reps), bFrag(nreps);
+    for (int64_t i = 0; i < reps; ++i) {
+      for (int q = 0; q < 4; ++q)
+        aFrag[i].push_back(b.reg(RegClass::B32));
+      b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(aFrag[i]) + ", [" + aAddr + "+" +
+             imm(i * 16 * rowBytes + kByte) + "]");
+    }
+    for (int64_t j = 0; j < nreps; j += 2) {
+      std::vector<std::string> regs;
+      int count = j + 1 < nreps ? 4 : 2;
+      for (int q = 0; q < count; ++q)
+        regs.push_back(b.reg(RegClass::B32));
+      int64_t offset =
+          bTrans ? bStart + kk * bRowBytes + j * 8 * bytes : bStart + j * 8 * rowBytes + kByte;
+      b.emit(std::string("ldmatrix.sync.aligned.m8n8.x") + (count == 4 ? "4" : "2") +
+             (bTrans ? ".trans" : "") + ".shared.b16 " + regList(regs) + ", [" + bAddr + "+" +
+             imm(offset) + "]");
+      bFrag[j] = {regs[0], regs[1]};
+      if (count == 4)
+        bFrag[j + 1] = {regs[2], regs[3]};
+    }
+    for (int64_t i = 0; i < reps; ++i)
+      for (int64_t j = 0; j < nreps; ++j) {
+        std::vector<std::string> d;
+        for (int q = 0; q < 4; ++q)
+          d.push_back(acc[(i * nreps + j) * 4 + q]);
+        std::string ds = regList(d);
+        b.emit(mma + " " + ds + ", " + regList(aFrag[i]) + ", " + regList(bFrag[j]) + ", " + ds);
+      }
+  }
 
   TVal result{accLayout, {}};
   for (const std::string &a : acc)

@@ -49,31 +49,12 @@ struct PipelinedLoad {
   TVal next;              // the pointers of the next iteration to copy
 };
 
-// The shape of one tensor-core dot (lower_mma.cpp).
-struct MmaGeometry {
-  std::string instr; // "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-  int64_t warpsM = 1, warpM = 16, warpN = 8, reps = 1, nreps = 1;
-  int64_t kInst = 16, rowBytes = 0, bRowBytes = 0;
-  int bytes = 2;
-  bool bTrans = false; // B in shared memory as [K][N], read with ldmatrix.trans
-};
-
-// One K step's operand fragments: per 16-row repeat 4 registers of A, per
-// 8-column repeat 2 of B.
-struct MmaFragments {
-  std::vector<std::vector<std::string>> a, b;
-  // Copies `from` into this one's registers (fresh ones the first time).
-  void assign(class Lowering &L, const MmaFragments &from);
-};
-
 struct Pipeline {
   const Op *dot = nullptr;
-  MmaFragments fragments; // the first K step of the stage the next iteration reads
   PipelinedLoad loads[2]; // A and B
   int stages = 0;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
-  std::string aLane, bLane; // ldmatrix offsets of this lane
   bool waited = false;
 };
 
@@ -194,14 +175,6 @@ public:
   // run this dot, else null; and the lowering itself.
   const LinearLayout *mmaLayout(const Op &dot);
   void lowerMma(const Op &op, const LinearLayout *acc);
-  MmaGeometry mmaGeometry(const Op &dot);
-  // This lane's ldmatrix byte offsets from the A and B tiles' starts.
-  std::pair<std::string, std::string> mmaLaneOffsets(const MmaGeometry &g);
-  MmaFragments loadMmaFragments(const MmaGeometry &g, const std::string &aAddr,
-                                const std::string &bAddr, int64_t k, int64_t bStart);
-  void issueMmas(const MmaGeometry &g, const MmaFragments &f, const std::vector<std::string> &acc);
-  // This lane's A and B ldmatrix addresses in pipeline stage `slot` (a register).
-  std::pair<std::string, std::string> pipelineStageAddrs(Pipeline &p, const std::string &slot);
   // Software pipelining of a loop's dot operands (pipeline_loads.cpp).
   std::unique_ptr<Pipeline> planPipeline(const Op &forOp, const std::vector<TVal> &carried);
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);

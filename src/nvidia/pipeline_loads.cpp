@@ -7,7 +7,6 @@
 // pointer advanced by a loop-invariant offset, with no mask or a
 // loop-invariant one, and feed one dot that runs on mma.sync; B of 16-bit
 // types (copied as [K][N], read with ldmatrix.trans). Other loops run as written.
-#include <tuple>
 #include <unordered_set>
 
 #include "nvidia/lowering.h"
@@ -210,34 +209,14 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   b.emit("mov.u32 " + p.writeSlot + ", " + imm(p.stages - 1));
   p.ub = ub;
   p.step = step;
-  // The first stage's first K step, read before the loop; each iteration
-  // then reads the next stage's while its own last mmas run.
-  b.emit("cp.async.wait_group " + imm(p.stages - 2));
-  barrier();
-  MmaGeometry g = mmaGeometry(*p.dot);
-  std::tie(p.aLane, p.bLane) = mmaLaneOffsets(g);
-  auto [a, bAddr] = pipelineStageAddrs(p, "0");
-  p.fragments.assign(*this, loadMmaFragments(g, a, bAddr, 0, 0));
 }
 
-std::pair<std::string, std::string> Lowering::pipelineStageAddrs(Pipeline &p,
-                                                                 const std::string &slot) {
-  std::pair<std::string, std::string> out;
-  for (int k = 0; k < 2; ++k) {
-    const PipelinedLoad &l = p.loads[k];
-    std::string base =
-        opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), pipelineBase()});
-    base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
-    (k ? out.second : out.first) = opReg("add.u32", RegClass::B32, {base, k ? p.bLane : p.aLane});
-  }
-  return out;
-}
-
-// At the first pipelined load of an iteration: start copying the stage
-// num_stages-1 iterations ahead, into the slot every thread finished reading
-// before the barrier that ended the previous iteration's dot.
+// At the first pipelined load of an iteration: wait for this iteration's
+// stage, then start copying the stage num_stages-1 iterations ahead.
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
   if (!p.waited) {
+    b.emit("cp.async.wait_group " + imm(p.stages - 2));
+    barrier();
     std::string ahead = opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
     issueCopies(*this, p, p.writeSlot, valid);
