@@ -282,3 +282,21 @@ def test_dlpack_arguments():
     out = torch.zeros_like(x)
     add_kernel[(1,)](DLPackOnly(x), DLPackOnly(x), DLPackOnly(out), 64, BLOCK=64)
     assert torch.equal(out, 2 * x)
+
+
+@tilec.jit
+def checked_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    tl.device_assert(x > 0, "x must be 100% positive")
+    tl.device_print("x %d", x)
+
+
+@needs_ptxas
+def test_debug_asserts_and_prints_assemble():
+    sig = {"x_ptr": "*fp32", "n": "i32"}
+    plain = tilec.compile(checked_kernel, signature=sig, constexprs={"BLOCK": 64})
+    checked = tilec.compile(checked_kernel, signature=sig, constexprs={"BLOCK": 64}, debug=True)
+    assert "trap" not in plain.asm["ptx"]  # as in Triton: asserts only in debug mode
+    assert "trap" in checked.asm["ptx"] and "vprintf" in checked.asm["ptx"]
+    assert len(checked.asm["cubin"]) > 0

@@ -490,3 +490,20 @@ def test_fma_with_a_scalar_first_keeps_the_tensors_type(rng):
     fma_scalar_first[(1,)](x, y, out, BLOCK=32)
     ref = (2.0 * x.astype(np.float16).astype(np.float64) + y.astype(np.float16)).astype(np.float16)
     np.testing.assert_allclose(out, ref.astype(np.float32) + 1.0, rtol=1e-3)
+
+
+@tilec.jit
+def print_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.device_print("x", x)
+    tl.device_print("n", n)
+
+
+def test_device_print(capfd):
+    x = np.array([0.5, 1.25, -2.0, 3.0], np.float32)
+    print_kernel[(1,)](x, 4, BLOCK=4)
+    lines = {line.strip() for line in capfd.readouterr().out.splitlines() if "pid" in line}
+    expected = {f"pid (0, 0, 0) idx ({k}) x: {v:g}" for k, v in enumerate(x.tolist())}
+    assert expected <= lines, lines
+    assert any(line.endswith("n: 4") for line in lines), lines

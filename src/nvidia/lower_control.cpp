@@ -210,14 +210,22 @@ static void emitPrintf(Lowering &L, const std::string &format,
   std::string fmt = L.opReg("mov.u64", RegClass::B64, {name});
   fmt = L.opReg("cvta.global.u64", RegClass::B64, {fmt});
   std::string gbuf = L.opReg("cvta.local.u64", RegClass::B64, {buf});
-  L.b.emit("{\n\t.param .b64 p0;\n\tst.param.b64 [p0], " + fmt +
-           ";\n\t.param .b64 p1;\n\tst.param.b64 [p1], " + gbuf +
-           ";\n\t.param .b32 rv;\n\tcall.uni (rv), vprintf, (p0, p1);\n\t}");
+  L.b.raw("{\n\t.param .b64 p0;\n\tst.param.b64 [p0], " + fmt +
+          ";\n\t.param .b64 p1;\n\tst.param.b64 [p1], " + gbuf +
+          ";\n\t.param .b32 rv;\n\tcall.uni (rv), vprintf, (p0, p1);\n\t}");
   L.b.label(skip);
 }
 
+// printf's format: the user's text with every '%' doubled.
+static std::string escapePercent(const std::string &text) {
+  std::string out;
+  for (char c : text)
+    out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
 void Lowering::lowerPrint(const Op &op) {
-  std::string prefix = op.strAttr("prefix");
+  std::string prefix = escapePercent(op.strAttr("prefix"));
   bool hex = op.intAttr("hex") != 0;
   std::vector<std::string> pid;
   for (const char *axis : {"x", "y", "z"})
@@ -262,11 +270,11 @@ void Lowering::lowerAssert(const Op &op) {
   if (!opts.debug)
     return; // as in Triton: device asserts are checked only in debug mode
   const TVal &c = val(op.operand(0));
-  std::string text = op.strAttr("message");
+  std::string text = escapePercent(op.strAttr("message"));
   std::string where = op.loc.source
                           ? op.loc.source->filename + ":" + std::to_string(op.loc.fileLine())
                           : std::string("<kernel>");
-  std::string fmt = where + ": device assertion failed in program (%lld, %lld, %lld)" +
+  std::string fmt = escapePercent(where) + ": device assertion failed in program (%lld, %lld, %lld)" +
                     (text.empty() ? "" : ": " + text) + "\n";
   std::vector<std::pair<std::string, RegClass>> pid;
   for (const char *axis : {"x", "y", "z"})

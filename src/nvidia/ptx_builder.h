@@ -30,6 +30,8 @@ public:
   std::string newLabel(const std::string &hint);
   void label(const std::string &name);
   void comment(const std::string &text);
+  // A line written as it is (a `{ ... }` scope, which takes no ';').
+  void raw(const std::string &text) { body_ << "\t" << text << "\n"; }
   // Module-scope declarations (format strings for printf).
   void global(const std::string &decl) { globals_ << decl << "\n"; }
 
