@@ -1028,6 +1028,38 @@ def test_math_float16(rng, op):
                                rtol=1e-3, atol=1e-4)
 
 
+@tilec.jit
+def math2_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    if OP == "pow":
+        z = tl.math.pow(x, y)
+    elif OP == "atan2":
+        z = tl.math.atan2(x, y)
+    else:
+        z = tl.math.tanh(x)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+MATH2_REFS = {"pow": np.power, "atan2": np.arctan2, "tanh": lambda x, y: np.tanh(x)}
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float32, 2e-6), (np.float64, 1e-13)])
+@pytest.mark.parametrize("op", list(MATH2_REFS))
+def test_pow_atan2_tanh(rng, op, dtype, rtol):
+    n = 203
+    x = nonzero(rng, n, dtype, low=0.01, high=3.0)
+    y = nonzero(rng, n, dtype, low=0.01, high=3.0)
+    if op == "pow":  # negative bases with integer exponents, positive bases with any
+        y = np.where(x < 0, np.round(y * 2), y).astype(dtype)
+    out = np.zeros(n, dtype)
+    math2_kernel[grid1(n, 64)](x, y, out, n, OP=op, BLOCK=64)
+    ref = MATH2_REFS[op](x.astype(np.float64), y.astype(np.float64))
+    np.testing.assert_allclose(out, ref, rtol=rtol, atol=rtol / 10)
+
+
 def test_abs_int32(rng):
     n = 55
     x = nonzero_int(rng, n, np.int32, high=2**30)

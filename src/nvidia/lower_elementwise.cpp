@@ -207,15 +207,10 @@ static std::string floatBinary(Lowering &L, const Op &op, OpKind kind, DType d,
     return L.opReg("fma.rn" + s, rc, {q, c, a});
   }
   case OpKind::Pow:
-  case OpKind::Atan2: {
-    std::string fa = L.toF32IfNeeded(a, d), fc = L.toF32IfNeeded(c, d);
-    if (d == DType::F64) {
-      fa = L.opReg("cvt.rn.f32.f64", RegClass::F32, {a});
-      fc = L.opReg("cvt.rn.f32.f64", RegClass::F32, {c});
-    }
-    std::string r = kind == OpKind::Pow ? L.powF32(fa, fc) : L.atan2F32(fa, fc);
-    return d == DType::F64 ? L.opReg("cvt.f64.f32", RegClass::F64, {r}) : r;
-  }
+    return d == DType::F64 ? L.powF64(a, c) : L.powF32(L.toF32IfNeeded(a, d), L.toF32IfNeeded(c, d));
+  case OpKind::Atan2:
+    return d == DType::F64 ? L.atan2F64(a, c)
+                           : L.atan2F32(L.toF32IfNeeded(a, d), L.toF32IfNeeded(c, d));
   default:
     L.unsupported(op, std::string("'") + op.info().mnemonic + "' on floats");
   }

@@ -305,54 +305,90 @@ std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
     return sinCosF64(*this, x, false);
   case OpKind::Cos:
     return sinCosF64(*this, x, true);
-  default: // tanh, erf: in f32
+  case OpKind::Tanh: { // a series near 0, 1 - 2/(e^2x + 1) elsewhere
+    std::string ax = f.op("abs.f64", {x});
+    std::string small = f.mul(x, f.poly(f.mul(x, x), {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315,
+                                                      62.0 / 2835, -1382.0 / 155925}));
+    std::string e = expF64(*this, f.mul(ax, f.k(2.0)));
+    std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
+    large = f.sel(f.pred("setp.lt.f64", x, f.k(0.0)), f.op("neg.f64", {large}), large);
+    return f.sel(f.pred("setp.lt.f64", ax, f.k(0.05)), small, large);
+  }
+  default: // erf: in f32
     return opReg("cvt.f64.f32", RegClass::F64,
                  {mathF32(op, kind, opReg("cvt.rn.f32.f64", RegClass::F32, {x}))});
   }
 }
 
-std::string Lowering::powF32(const std::string &x, const std::string &y) {
-  F32 f{*this};
-  std::string ax = f.op("abs.f32", {x});
-  std::string r = expF32(*this, f.mul(y, logF32(*this, ax)));
-  // x < 0: defined for integer y, negative for odd y
-  std::string yi = f.op("cvt.rzi.f32.f32", {y});
-  std::string isInt = f.pred("setp.eq.f32", yi, y);
+// exp and log of either width.
+static std::string expOf(Lowering &L, const std::string &x, bool wide) {
+  return wide ? expF64(L, x) : expF32(L, x);
+}
+static std::string logOf(Lowering &L, const std::string &x, bool wide) {
+  return wide ? logF64(L, x) : logF32(L, x);
+}
+
+// x^y = e^(y log|x|); for x < 0 defined at integer y, negative at odd y.
+static std::string powOf(Lowering &L, const std::string &x, const std::string &y, bool wide) {
+  FloatOps f{L, wide};
+  std::string ax = f.op("abs", {x});
+  std::string r = expOf(L, f.mul(y, logOf(L, ax, wide)), wide);
+  std::string yi = f.op(wide ? "cvt.rzi.f64.f64" : "cvt.rzi.f32.f32", {y});
+  std::string eq = wide ? "setp.eq.f64" : "setp.eq.f32";
+  std::string isInt = f.pred(eq, yi, y);
   std::string half = f.mul(y, f.k(0.5));
-  std::string odd = f.pred("setp.ne.f32", f.op("cvt.rzi.f32.f32", {half}), half);
-  std::string negX = f.pred("setp.lt.f32", x, f.k(0.0));
-  std::string negR = f.sel(odd, f.op("neg.f32", {r}), r);
+  std::string halfInt = f.op(wide ? "cvt.rzi.f64.f64" : "cvt.rzi.f32.f32", {half});
+  std::string odd = f.pred(wide ? "setp.ne.f64" : "setp.ne.f32", halfInt, half);
+  std::string negX = f.pred(wide ? "setp.lt.f64" : "setp.lt.f32", x, f.k(0.0));
+  std::string negR = f.sel(odd, f.op("neg", {r}), r);
   std::string forNeg = f.sel(isInt, negR, f.k(NAN));
   r = f.sel(negX, forNeg, r);
-  std::string yZero = f.pred("setp.eq.f32", y, f.k(0.0));
+  std::string yZero = f.pred(eq, y, f.k(0.0));
   return f.sel(yZero, f.k(1.0), r);
 }
 
-std::string Lowering::atan2F32(const std::string &y, const std::string &x) {
-  F32 f{*this};
-  std::string ax = f.op("abs.f32", {x}), ay = f.op("abs.f32", {y});
-  std::string hi = f.op("max.f32", {ax, ay}), lo = f.op("min.f32", {ax, ay});
-  std::string t = f.div(lo, hi); // in [0, 1]
-  // atan(t) = pi/4 + atan((t-1)/(t+1)) above tan(pi/8)
-  std::string upper = f.pred("setp.gt.f32", t, f.k(0.41421356237309503));
+// atan2(y, x): atan of min/max in [0, 1] (by a series after reducing past
+// tan(pi/8)), then the octant and the sign of y.
+static std::string atan2Of(Lowering &L, const std::string &y, const std::string &x, bool wide) {
+  FloatOps f{L, wide};
+  std::string ax = f.op("abs", {x}), ay = f.op("abs", {y});
+  std::string hi = f.op("max", {ax, ay}), lo = f.op("min", {ax, ay});
+  std::string t = f.div(lo, hi);
+  std::string gt = wide ? "setp.gt.f64" : "setp.gt.f32";
+  std::string upper = f.pred(gt, t, f.k(0.41421356237309503));
   std::string tr = f.sel(upper, f.div(f.sub(t, f.k(1.0)), f.add(t, f.k(1.0))), t);
   std::vector<double> series;
-  for (int n = 0; n < 11; ++n)
+  for (int n = 0; n < (wide ? 22 : 11); ++n)
     series.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
   std::string a = f.mul(tr, f.poly(f.mul(tr, tr), series));
   a = f.sel(upper, f.add(a, f.k(M_PI / 4)), a);
-  std::string swap = f.pred("setp.gt.f32", ay, ax);
-  a = f.sel(swap, f.sub(f.k(M_PI / 2), a), a);
-  std::string left = f.pred("setp.lt.f32", x, f.k(0.0));
+  a = f.sel(f.pred(gt, ay, ax), f.sub(f.k(M_PI / 2), a), a);
+  std::string left = f.pred(wide ? "setp.lt.f64" : "setp.lt.f32", x, f.k(0.0));
   a = f.sel(left, f.sub(f.k(M_PI), a), a);
-  std::string bothZero = f.pred("setp.eq.f32", hi, f.k(0.0));
+  std::string bothZero = f.pred(wide ? "setp.eq.f64" : "setp.eq.f32", hi, f.k(0.0));
   a = f.sel(bothZero, f.sel(left, f.k(M_PI), f.k(0.0)), a);
   // the sign of y (copysign keeps -0)
-  std::string ybits = opReg("mov.b32", RegClass::B32, {y});
-  std::string sign = opReg("and.b32", RegClass::B32, {ybits, "0x80000000"});
-  std::string abits = opReg("mov.b32", RegClass::B32, {a});
-  abits = opReg("or.b32", RegClass::B32, {abits, sign});
-  return opReg("mov.b32", RegClass::F32, {abits});
+  RegClass bits = wide ? RegClass::B64 : RegClass::B32;
+  std::string mov = wide ? "mov.b64" : "mov.b32";
+  std::string ybits = L.opReg(mov, bits, {y});
+  std::string sign = L.opReg(wide ? "and.b64" : "and.b32", bits,
+                             {ybits, wide ? "0x8000000000000000" : "0x80000000"});
+  std::string abits = L.opReg(mov, bits, {a});
+  abits = L.opReg(wide ? "or.b64" : "or.b32", bits, {abits, sign});
+  return L.opReg(mov, wide ? RegClass::F64 : RegClass::F32, {abits});
+}
+
+std::string Lowering::powF32(const std::string &x, const std::string &y) {
+  return powOf(*this, x, y, false);
+}
+std::string Lowering::atan2F32(const std::string &y, const std::string &x) {
+  return atan2Of(*this, y, x, false);
+}
+std::string Lowering::powF64(const std::string &x, const std::string &y) {
+  return powOf(*this, x, y, true);
+}
+std::string Lowering::atan2F64(const std::string &y, const std::string &x) {
+  return atan2Of(*this, y, x, true);
 }
 
 } // namespace tilec::nvidia

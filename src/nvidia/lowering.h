@@ -141,6 +141,8 @@ public:
   std::string mathF64(const Op &op, OpKind kind, const std::string &x);
   std::string powF32(const std::string &x, const std::string &y);
   std::string atan2F32(const std::string &y, const std::string &x);
+  std::string powF64(const std::string &x, const std::string &y);
+  std::string atan2F64(const std::string &y, const std::string &x);
   // Shared-memory address of register r's element in a row-major copy whose
   // dim d has stride strides[d] (0: a broadcast dim, read at index 0).
   SharedAddr sharedAddress(const LinearLayout *l, int r, const std::vector<int64_t> &strides,
