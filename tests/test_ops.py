@@ -1002,7 +1002,8 @@ def test_math_float32(rng, op):
         np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("op", ["exp", "sqrt", "sin", "floor", "abs"])
+@pytest.mark.parametrize("op", ["exp", "sqrt", "sin", "floor", "abs", "log", "cos", "erf", "exp2",
+                                "log2"])
 def test_math_float64(rng, op):
     fn, positive = MATH_OPS[op]
     n = 37

@@ -314,7 +314,23 @@ std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
     large = f.sel(f.pred("setp.lt.f64", x, f.k(0.0)), f.op("neg.f64", {large}), large);
     return f.sel(f.pred("setp.lt.f64", ax, f.k(0.05)), small, large);
   }
-  default: // erf: in f32
+  case OpKind::Erf: { // 2/sqrt(pi) e^(-x^2) sum 2^n x^(2n+1) / (1*3*...*(2n+1)): no cancellation
+    std::string ax = f.op("abs.f64", {x});
+    std::string xc = f.op("min.f64", {ax, f.k(6.0)}); // erf(6) is 1 to double precision
+    std::vector<double> c;
+    double term = 1;
+    for (int n = 0; n < 110; ++n) {
+      c.push_back(term);
+      term *= 2.0 / (2 * n + 3);
+    }
+    std::string x2 = f.mul(xc, xc);
+    std::string sum = f.mul(xc, f.poly(x2, c));
+    std::string e = expF64(*this, f.op("neg.f64", {x2}));
+    std::string r = f.mul(f.mul(sum, e), f.k(1.1283791670955125739));
+    r = f.op("min.f64", {r, f.k(1.0)});
+    return f.sel(f.pred("setp.lt.f64", x, f.k(0.0)), f.op("neg.f64", {r}), r);
+  }
+  default:
     return opReg("cvt.f64.f32", RegClass::F64,
                  {mathF32(op, kind, opReg("cvt.rn.f32.f64", RegClass::F32, {x}))});
   }
