@@ -331,8 +331,7 @@ std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
     return f.sel(f.pred("setp.lt.f64", x, f.k(0.0)), f.op("neg.f64", {r}), r);
   }
   default:
-    return opReg("cvt.f64.f32", RegClass::F64,
-                 {mathF32(op, kind, opReg("cvt.rn.f32.f64", RegClass::F32, {x}))});
+    unsupported(op, std::string("'") + op.info().mnemonic + "' on f64");
   }
 }
 
