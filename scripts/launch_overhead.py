@@ -3,25 +3,13 @@ with the grid bound once, the bare C++ launch, and torch's own smallest op."""
 
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import tilec.compat  # noqa: E402,F401
 import triton_kernels as k  # noqa: E402
-
-
-def per_call_us(fn, n=20000):
-    fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / n * 1e6
-
+from gpu import launch_us  # noqa: E402
 
 t = torch.zeros(64, device="cuda")
 kern = k.tiny_kernel[(1,)](t, 64, BLOCK=64)
@@ -38,4 +26,4 @@ rows = [
     ("torch t.add_(1)", lambda: t.add_(1)),
 ]
 for name, fn in rows:
-    print(f"{name:<22} {per_call_us(fn):6.2f} us")
+    print(f"{name:<22} {launch_us(fn, n=20000):6.2f} us")

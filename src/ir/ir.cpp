@@ -146,4 +146,19 @@ void replaceAllUses(Block &block, Value *from, Value *to) {
   });
 }
 
+UseCounts countUses(const Block &block) {
+  UseCounts counts;
+  walk(const_cast<Block &>(block), [&](Op *op) {
+    for (const Value *v : op->operands)
+      ++counts[v];
+  });
+  return counts;
+}
+
+bool isZeroConstant(const Value *v) {
+  const Op *d = v->def;
+  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 &&
+         d->intAttr("value") == 0;
+}
+
 } // namespace tilec

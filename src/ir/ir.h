@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -135,5 +136,12 @@ template <typename F> void walk(Block &block, F &&fn) {
 
 // Replaces every use of `from` with `to` inside `block` and its regions.
 void replaceAllUses(Block &block, Value *from, Value *to);
+
+// How many times each value is an operand inside `block` and its regions.
+using UseCounts = std::unordered_map<const Value *, int>;
+UseCounts countUses(const Block &block);
+
+// Whether `v` is a constant (scalar or splat) equal to zero.
+bool isZeroConstant(const Value *v);
 
 } // namespace tilec

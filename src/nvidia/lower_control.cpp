@@ -188,11 +188,10 @@ static void emitPrintf(Lowering &L, const std::string &format,
   static const char *kDecl =
       ".extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
       "\t.param .b64 vprintf_param_1\n);\n";
-  std::string &state = L.printState;
-  if (state.empty()) {
+  if (!L.printfDeclared) {
     L.b.global(kDecl);
     L.b.emitPrologue(".local .align 8 .b8 tilec_printf_buf[256]");
-    state = "declared";
+    L.printfDeclared = true;
   }
   std::string name = "tilec_fmt_" + std::to_string(++L.printStrings);
   L.b.global(".global .align 1 .b8 " + name + "[" + std::to_string(format.size() + 1) + "] = {" +
@@ -274,7 +273,8 @@ void Lowering::lowerAssert(const Op &op) {
   std::string where = op.loc.source
                           ? op.loc.source->filename + ":" + std::to_string(op.loc.fileLine())
                           : std::string("<kernel>");
-  std::string fmt = escapePercent(where) + ": device assertion failed in program (%lld, %lld, %lld)" +
+  std::string fmt = escapePercent(where) +
+                    ": device assertion failed in program (%lld, %lld, %lld)" +
                     (text.empty() ? "" : ": " + text) + "\n";
   std::vector<std::pair<std::string, RegClass>> pid;
   for (const char *axis : {"x", "y", "z"})

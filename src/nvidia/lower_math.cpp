@@ -37,6 +37,10 @@ struct FloatOps {
   std::string pred(const std::string &instr, const std::string &a, const std::string &b) {
     return L.opReg(instr, RegClass::Pred, {a, b});
   }
+  // setp.<rel> of this width: cmp("lt", a, b) is a < b.
+  std::string cmp(const std::string &rel, const std::string &a, const std::string &b) {
+    return pred("setp." + rel + t(), a, b);
+  }
   std::string sel(const std::string &p, const std::string &a, const std::string &b) {
     return op("selp", {a, b, p});
   }
@@ -49,11 +53,20 @@ struct F64 : FloatOps {
   explicit F64(Lowering &l) : FloatOps{l, true} {}
 };
 
-// Taylor coefficients of sin(r)/r and cos(r) in r^2, enough for |r| <= pi/4.
-const std::vector<double> kSin = {1.0,         -1.0 / 6,     1.0 / 120,
-                                  -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800};
-const std::vector<double> kCos = {1.0,         -0.5,           1.0 / 24,       -1.0 / 720,
-                                  1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600};
+std::string sinCosOf(Lowering &L, const std::string &x, bool cosine, bool wide);
+std::string tanhOf(Lowering &L, const std::string &x, bool wide);
+
+// Taylor coefficients of sin(r)/r (firstPower 1) or cos(r) (0) in r^2.
+std::vector<double> taylor(int terms, int firstPower, bool alternate) {
+  std::vector<double> c;
+  for (int i = 0; i < terms; ++i) {
+    double fact = 1;
+    for (int j = 2; j <= firstPower + 2 * i; ++j)
+      fact *= j;
+    c.push_back((alternate && i % 2 ? -1.0 : 1.0) / fact);
+  }
+  return c;
+}
 
 } // namespace
 
@@ -95,28 +108,6 @@ static std::string expF32(Lowering &L, const std::string &x) {
   return f.op("ex2.approx.f32", {f.mul(x, f.k(1.4426950408889634))});
 }
 
-// sin or cos: reduce to r in [-pi/4, pi/4] and quadrant q, then a series.
-static std::string sinCosF32(Lowering &L, const std::string &x, bool cosine) {
-  F32 f{L};
-  std::string q = f.op("cvt.rni.f32.f32", {f.mul(x, f.k(0.6366197723675814))});
-  // r = x - q*pi/2 in three parts (Cody and Waite)
-  std::string r = f.fma(q, f.k(-1.5703125), x);
-  r = f.fma(q, f.k(-4.837512969970703e-04), r);
-  r = f.fma(q, f.k(-7.549789948768648e-08), r);
-  std::string r2 = f.mul(r, r);
-  std::string s = f.mul(r, f.poly(r2, kSin));
-  std::string c = f.poly(r2, kCos);
-  std::string qi = L.opReg("cvt.rzi.s32.f32", RegClass::B32, {q});
-  if (cosine)
-    qi = L.opReg("add.s32", RegClass::B32, {qi, "1"});
-  std::string odd = L.opReg("and.b32", RegClass::B32, {qi, "1"});
-  std::string useCos = L.opReg("setp.ne.u32", RegClass::Pred, {odd, "0"});
-  std::string v = f.sel(useCos, c, s);
-  std::string neg = L.opReg("and.b32", RegClass::B32, {qi, "2"});
-  std::string flip = L.opReg("setp.ne.u32", RegClass::Pred, {neg, "0"});
-  return f.sel(flip, f.op("neg.f32", {v}), v);
-}
-
 // erf: a series for |x| < 1, Abramowitz and Stegun 7.1.26 above.
 static std::string erfF32(Lowering &L, const std::string &x) {
   F32 f{L};
@@ -141,21 +132,6 @@ static std::string erfF32(Lowering &L, const std::string &x) {
   return f.sel(isSmall, small, large);
 }
 
-// tanh: a series near 0, 1 - 2/(e^2x + 1) elsewhere.
-static std::string tanhF32(Lowering &L, const std::string &x) {
-  F32 f{L};
-  std::string ax = f.op("abs.f32", {x});
-  std::string x2 = f.mul(x, x);
-  std::string small =
-      f.mul(x, f.poly(x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925}));
-  std::string e = expF32(L, f.mul(ax, f.k(2.0)));
-  std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
-  std::string neg = f.pred("setp.lt.f32", x, f.k(0.0));
-  large = f.sel(neg, f.op("neg.f32", {large}), large);
-  std::string isSmall = f.pred("setp.lt.f32", ax, f.k(0.3));
-  return f.sel(isSmall, small, large);
-}
-
 std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
   F32 f{*this};
   switch (kind) {
@@ -176,11 +152,11 @@ std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
   case OpKind::Rsqrt:
     return f.op("rsqrt.approx.f32", {x});
   case OpKind::Sin:
-    return sinCosF32(*this, x, false);
+    return sinCosOf(*this, x, false, false);
   case OpKind::Cos:
-    return sinCosF32(*this, x, true);
+    return sinCosOf(*this, x, true, false);
   case OpKind::Tanh:
-    return tanhF32(*this, x);
+    return tanhOf(*this, x, false);
   case OpKind::Floor:
     return f.op("cvt.rmi.f32.f32", {x});
   case OpKind::Ceil:
@@ -194,20 +170,7 @@ std::string Lowering::mathF32(const Op &op, OpKind kind, const std::string &x) {
 
 // --- f64: the same reductions, with series long enough for double precision.
 
-namespace {
-
-std::vector<double> taylor(int terms, int firstPower, bool alternate) {
-  std::vector<double> c;
-  for (int i = 0; i < terms; ++i) {
-    double fact = 1;
-    for (int j = 2; j <= firstPower + 2 * i; ++j)
-      fact *= j;
-    c.push_back((alternate && i % 2 ? -1.0 : 1.0) / fact);
-  }
-  return c;
-}
-
-} // namespace
+namespace {} // namespace
 
 // exp: x = n ln2 + r, |r| <= ln2/2, e^r by its series, then scaled by 2^n in two
 // steps (so that 2^n alone may overflow or underflow while the result does not).
@@ -269,27 +232,6 @@ static std::string logF64(Lowering &L, const std::string &x) {
   return f.sel(ordinary, r, special);
 }
 
-static std::string sinCosF64(Lowering &L, const std::string &x, bool cosine) {
-  F64 f{L};
-  std::string q = f.op("cvt.rni.f64.f64", {f.mul(x, f.k(0.63661977236758134308))});
-  // pi/2 in three parts, each exact when multiplied by q < 2^20
-  std::string r = f.fma(q, f.k(-1.5707963267341256e+00), x);
-  r = f.fma(q, f.k(-6.07710050630396597660e-11), r);
-  r = f.fma(q, f.k(-2.0222662487959506e-21), r);
-  std::string r2 = f.mul(r, r);
-  std::string s = f.mul(r, f.poly(r2, taylor(12, 1, true)));
-  std::string c = f.poly(r2, taylor(12, 0, true));
-  std::string qi = L.opReg("cvt.rzi.s32.f64", RegClass::B32, {q});
-  if (cosine)
-    qi = L.opReg("add.s32", RegClass::B32, {qi, "1"});
-  std::string odd = L.opReg("and.b32", RegClass::B32, {qi, "1"});
-  std::string useCos = L.opReg("setp.ne.u32", RegClass::Pred, {odd, "0"});
-  std::string v = f.sel(useCos, c, s);
-  std::string neg = L.opReg("and.b32", RegClass::B32, {qi, "2"});
-  std::string flip = L.opReg("setp.ne.u32", RegClass::Pred, {neg, "0"});
-  return f.sel(flip, f.op("neg.f64", {v}), v);
-}
-
 std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
   F64 f{*this};
   switch (kind) {
@@ -302,18 +244,11 @@ std::string Lowering::mathF64(const Op &op, OpKind kind, const std::string &x) {
   case OpKind::Log2:
     return f.mul(logF64(*this, x), f.k(1.44269504088896340736));
   case OpKind::Sin:
-    return sinCosF64(*this, x, false);
+    return sinCosOf(*this, x, false, true);
   case OpKind::Cos:
-    return sinCosF64(*this, x, true);
-  case OpKind::Tanh: { // a series near 0, 1 - 2/(e^2x + 1) elsewhere
-    std::string ax = f.op("abs.f64", {x});
-    std::string small = f.mul(x, f.poly(f.mul(x, x), {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315,
-                                                      62.0 / 2835, -1382.0 / 155925}));
-    std::string e = expF64(*this, f.mul(ax, f.k(2.0)));
-    std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
-    large = f.sel(f.pred("setp.lt.f64", x, f.k(0.0)), f.op("neg.f64", {large}), large);
-    return f.sel(f.pred("setp.lt.f64", ax, f.k(0.05)), small, large);
-  }
+    return sinCosOf(*this, x, true, true);
+  case OpKind::Tanh:
+    return tanhOf(*this, x, true);
   case OpKind::Erf: { // 2/sqrt(pi) e^(-x^2) sum 2^n x^(2n+1) / (1*3*...*(2n+1)): no cancellation
     std::string ax = f.op("abs.f64", {x});
     std::string xc = f.op("min.f64", {ax, f.k(6.0)}); // erf(6) is 1 to double precision
@@ -343,22 +278,64 @@ static std::string logOf(Lowering &L, const std::string &x, bool wide) {
   return wide ? logF64(L, x) : logF32(L, x);
 }
 
+namespace {
+
+// sin or cos: reduce to r in [-pi/4, pi/4] and quadrant q (x - q pi/2 with
+// pi/2 in three parts, each product exact: Cody and Waite), then a series.
+std::string sinCosOf(Lowering &L, const std::string &x, bool cosine, bool wide) {
+  FloatOps f{L, wide};
+  static const double kPiOver2[2][3] = {
+      {1.5703125, 4.837512969970703e-04, 7.549789948768648e-08},
+      {1.5707963267341256e+00, 6.07710050630396597660e-11, 2.0222662487959506e-21}};
+  std::string q =
+      f.op(wide ? "cvt.rni.f64.f64" : "cvt.rni.f32.f32", {f.mul(x, f.k(0.63661977236758134308))});
+  std::string r = x;
+  for (double part : kPiOver2[wide])
+    r = f.fma(q, f.k(-part), r);
+  std::string r2 = f.mul(r, r);
+  std::string s = f.mul(r, f.poly(r2, taylor(wide ? 12 : 6, 1, true)));
+  std::string c = f.poly(r2, taylor(wide ? 12 : 7, 0, true));
+  std::string qi = L.opReg(wide ? "cvt.rzi.s32.f64" : "cvt.rzi.s32.f32", RegClass::B32, {q});
+  if (cosine)
+    qi = L.opReg("add.s32", RegClass::B32, {qi, "1"});
+  std::string odd = L.opReg("and.b32", RegClass::B32, {qi, "1"});
+  std::string useCos = L.opReg("setp.ne.u32", RegClass::Pred, {odd, "0"});
+  std::string v = f.sel(useCos, c, s);
+  std::string neg = L.opReg("and.b32", RegClass::B32, {qi, "2"});
+  std::string flip = L.opReg("setp.ne.u32", RegClass::Pred, {neg, "0"});
+  return f.sel(flip, f.op("neg", {v}), v);
+}
+
+// tanh: a series near 0, 1 - 2/(e^2x + 1) elsewhere (its cancellation stays
+// small beyond the threshold).
+std::string tanhOf(Lowering &L, const std::string &x, bool wide) {
+  FloatOps f{L, wide};
+  std::string ax = f.op("abs", {x});
+  std::string small = f.mul(x, f.poly(f.mul(x, x), {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315,
+                                                    62.0 / 2835, -1382.0 / 155925}));
+  std::string e = expOf(L, f.mul(ax, f.k(2.0)), wide);
+  std::string large = f.sub(f.k(1.0), f.div(f.k(2.0), f.add(e, f.k(1.0))));
+  large = f.sel(f.cmp("lt", x, f.k(0.0)), f.op("neg", {large}), large);
+  return f.sel(f.cmp("lt", ax, f.k(wide ? 0.05 : 0.3)), small, large);
+}
+
+} // namespace
+
 // x^y = e^(y log|x|); for x < 0 defined at integer y, negative at odd y.
 static std::string powOf(Lowering &L, const std::string &x, const std::string &y, bool wide) {
   FloatOps f{L, wide};
   std::string ax = f.op("abs", {x});
   std::string r = expOf(L, f.mul(y, logOf(L, ax, wide)), wide);
   std::string yi = f.op(wide ? "cvt.rzi.f64.f64" : "cvt.rzi.f32.f32", {y});
-  std::string eq = wide ? "setp.eq.f64" : "setp.eq.f32";
-  std::string isInt = f.pred(eq, yi, y);
+  std::string isInt = f.cmp("eq", yi, y);
   std::string half = f.mul(y, f.k(0.5));
   std::string halfInt = f.op(wide ? "cvt.rzi.f64.f64" : "cvt.rzi.f32.f32", {half});
-  std::string odd = f.pred(wide ? "setp.ne.f64" : "setp.ne.f32", halfInt, half);
-  std::string negX = f.pred(wide ? "setp.lt.f64" : "setp.lt.f32", x, f.k(0.0));
+  std::string odd = f.cmp("ne", halfInt, half);
+  std::string negX = f.cmp("lt", x, f.k(0.0));
   std::string negR = f.sel(odd, f.op("neg", {r}), r);
   std::string forNeg = f.sel(isInt, negR, f.k(NAN));
   r = f.sel(negX, forNeg, r);
-  std::string yZero = f.pred(eq, y, f.k(0.0));
+  std::string yZero = f.cmp("eq", y, f.k(0.0));
   return f.sel(yZero, f.k(1.0), r);
 }
 
@@ -369,18 +346,17 @@ static std::string atan2Of(Lowering &L, const std::string &y, const std::string 
   std::string ax = f.op("abs", {x}), ay = f.op("abs", {y});
   std::string hi = f.op("max", {ax, ay}), lo = f.op("min", {ax, ay});
   std::string t = f.div(lo, hi);
-  std::string gt = wide ? "setp.gt.f64" : "setp.gt.f32";
-  std::string upper = f.pred(gt, t, f.k(0.41421356237309503));
+  std::string upper = f.cmp("gt", t, f.k(0.41421356237309503));
   std::string tr = f.sel(upper, f.div(f.sub(t, f.k(1.0)), f.add(t, f.k(1.0))), t);
   std::vector<double> series;
   for (int n = 0; n < (wide ? 22 : 11); ++n)
     series.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
   std::string a = f.mul(tr, f.poly(f.mul(tr, tr), series));
   a = f.sel(upper, f.add(a, f.k(M_PI / 4)), a);
-  a = f.sel(f.pred(gt, ay, ax), f.sub(f.k(M_PI / 2), a), a);
-  std::string left = f.pred(wide ? "setp.lt.f64" : "setp.lt.f32", x, f.k(0.0));
+  a = f.sel(f.cmp("gt", ay, ax), f.sub(f.k(M_PI / 2), a), a);
+  std::string left = f.cmp("lt", x, f.k(0.0));
   a = f.sel(left, f.sub(f.k(M_PI), a), a);
-  std::string bothZero = f.pred(wide ? "setp.eq.f64" : "setp.eq.f32", hi, f.k(0.0));
+  std::string bothZero = f.cmp("eq", hi, f.k(0.0));
   a = f.sel(bothZero, f.sel(left, f.k(M_PI), f.k(0.0)), a);
   // the sign of y (copysign keeps -0)
   RegClass bits = wide ? RegClass::B64 : RegClass::B32;

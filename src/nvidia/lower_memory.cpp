@@ -151,8 +151,8 @@ std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &
   return words;
 }
 
-std::vector<std::string> Lowering::loadElements(const Op &op, const TVal &ptr, DType d,
-                                                const TVal *mask, const TVal *other, int vec) {
+std::vector<std::string> Lowering::loadElements(const TVal &ptr, DType d, const TVal *mask,
+                                                const TVal *other, int vec) {
   int n = (int)ptr.regs.size();
   int bytes = dtypeBytes(d);
   bool packed = bytes < 4 && vec * bytes >= 4;
@@ -202,12 +202,11 @@ std::vector<std::string> Lowering::loadElements(const Op &op, const TVal &ptr, D
     for (std::string &r : dst)
       out.push_back(d == DType::I1 ? opReg("setp.ne.u32", RegClass::Pred, {r, "0"}) : r);
   }
-  (void)op;
   return out;
 }
 
-void Lowering::storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value,
-                             const TVal *mask, int vec) {
+void Lowering::storeElements(const TVal &ptr, DType d, const TVal &value, const TVal *mask,
+                             int vec) {
   int n = (int)ptr.regs.size();
   int bytes = dtypeBytes(d);
   bool packed = bytes < 4 && vec * bytes >= 4;
@@ -232,7 +231,6 @@ void Lowering::storeElements(const Op &op, const TVal &ptr, DType d, const TVal 
     const char *mt = vec > 1 && bytes == 8 && isInteger(d) ? ".b64" : memType(d);
     b.emit(pred + "st.global" + vecSuffix(vec) + mt + " " + addr + ", " + braced(elems));
   }
-  (void)op;
 }
 
 void Lowering::lowerLoad(const Op &op) {
@@ -245,7 +243,7 @@ void Lowering::lowerLoad(const Op &op) {
   if (op.operands.size() > 2)
     other = ptr.isTensor() ? materialize(op.operand(2), ptr.layout) : val(op.operand(2));
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
-  std::vector<std::string> regs = loadElements(op, ptr, d, maskValue ? &mask : nullptr,
+  std::vector<std::string> regs = loadElements(ptr, d, maskValue ? &mask : nullptr,
                                                op.operands.size() > 2 ? &other : nullptr, vec);
   bind(op.result(), TVal{ptr.layout, regs});
 }
@@ -265,7 +263,7 @@ void Lowering::lowerStore(const Op &op) {
   if (maskValue)
     mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
-  storeElements(op, ptr, d, value, maskValue ? &mask : nullptr, vec);
+  storeElements(ptr, d, value, maskValue ? &mask : nullptr, vec);
 }
 
 // A block pointer is held as scalars: base, then shape, strides and offsets
@@ -333,7 +331,7 @@ void Lowering::lowerLoadBlock(const Op &op) {
   if (masked && nanPad)
     other = convert(TVal{nullptr, {constantReg(d, NAN, 0)}}, d, ptr.layout);
   std::vector<std::string> regs =
-      loadElements(op, ptr, d, masked ? &mask : nullptr, nanPad ? &other : nullptr, 1);
+      loadElements(ptr, d, masked ? &mask : nullptr, nanPad ? &other : nullptr, 1);
   bind(op.result(), TVal{ptr.layout, regs});
 }
 
@@ -343,7 +341,7 @@ void Lowering::lowerStoreBlock(const Op &op) {
   blockAddresses(*this, op, ptr, mask, masked);
   DType d = op.operand(1)->type.dtype;
   TVal value = convert(val(op.operand(1)), d, ptr.layout);
-  storeElements(op, ptr, d, value, masked ? &mask : nullptr, 1);
+  storeElements(ptr, d, value, masked ? &mask : nullptr, 1);
 }
 
 } // namespace tilec::nvidia

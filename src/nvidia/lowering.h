@@ -82,7 +82,7 @@ public:
   const Function &fn;
   GpuOptions opts;
   int arch;
-  std::string printState; // vprintf declared once per module
+  bool printfDeclared = false; // vprintf is declared once per module
   int printStrings = 0;
   AxisInfoMap axisInfo;
   std::string tid, lane, warp; // b32 registers set in the prologue
@@ -197,10 +197,9 @@ public:
   void lowerAssert(const Op &op);
 
   // Memory access of one tensor of addresses (lower_memory.cpp).
-  std::vector<std::string> loadElements(const Op &op, const TVal &ptr, DType d, const TVal *mask,
+  std::vector<std::string> loadElements(const TVal &ptr, DType d, const TVal *mask,
                                         const TVal *other, int vec);
-  void storeElements(const Op &op, const TVal &ptr, DType d, const TVal &value, const TVal *mask,
-                     int vec);
+  void storeElements(const TVal &ptr, DType d, const TVal &value, const TVal *mask, int vec);
 
 private:
   std::unordered_map<const Value *, TVal> values_;

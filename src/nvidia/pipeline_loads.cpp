@@ -26,20 +26,6 @@ bool definedInside(const Block &body, const Value *v) {
   return inside;
 }
 
-int useCount(const Block &body, const Value *v) {
-  int n = 0;
-  walk(const_cast<Block &>(body), [&](Op *op) {
-    for (const Value *o : op->operands)
-      n += o == v;
-  });
-  return n;
-}
-
-bool isZeroConstant(const Value *v) {
-  const Op *d = v->def;
-  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 && d->intAttr("value") == 0;
-}
-
 } // namespace
 
 // Whether `load` (in `body` of loop `op`) can be pipelined; fills `s`.
@@ -60,7 +46,7 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
       definedInside(body, next->operand(1)))
     return false;
-  if (useCount(body, load.result()) != 1)
+  if (countUses(body)[load.result()] != 1)
     return false;
   s.load = &load;
   s.carried = carried;

@@ -15,17 +15,6 @@ namespace tilec {
 
 namespace {
 
-using UseCounts = std::unordered_map<const Value *, int>;
-
-UseCounts countUses(Block &body) {
-  UseCounts counts;
-  walk(body, [&](Op *op) {
-    for (const Value *v : op->operands)
-      ++counts[v];
-  });
-  return counts;
-}
-
 bool hasEffects(const Block &block) {
   for (const auto &op : block.ops) {
     if (op->has(EFFECT))

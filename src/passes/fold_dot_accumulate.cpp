@@ -7,27 +7,7 @@
 // The sum is rounded once instead of twice.
 #include "passes/passes.h"
 
-#include <unordered_map>
-
 namespace tilec {
-
-namespace {
-
-bool isZeroSplat(const Value *v) {
-  const Op *d = v->def;
-  return d && d->kind == OpKind::Constant && d->floatAttr("value") == 0 && d->intAttr("value") == 0;
-}
-
-std::unordered_map<const Value *, int> countUses(Block &body) {
-  std::unordered_map<const Value *, int> counts;
-  walk(body, [&](Op *op) {
-    for (const Value *v : op->operands)
-      ++counts[v];
-  });
-  return counts;
-}
-
-} // namespace
 
 bool foldDotAccumulate(Function &fn) {
   auto uses = countUses(*fn.body);
@@ -38,7 +18,7 @@ bool foldDotAccumulate(Function &fn) {
     for (int side = 0; side < 2; ++side) {
       Value *d = op->operand(side), *acc = op->operand(1 - side);
       Op *dot = d->def;
-      if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroSplat(dot->operand(2)) &&
+      if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroConstant(dot->operand(2)) &&
           acc->type == d->type && dot->parent == op->parent) {
         found.push_back({op, side});
         return;
