@@ -1960,7 +1960,8 @@ def test_dot_fp32_ieee_vs_tf32(rng):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int8"])
 @pytest.mark.parametrize("blocks,warps", [((16, 16, 32), 1), ((64, 32, 32), 2),
                                           ((32, 64, 64), 4), ((128, 64, 32), 8),
-                                          ((16, 128, 32), 4)])
+                                          ((16, 128, 32), 4), ((64, 256, 32), 8),
+                                          ((256, 32, 16), 4)])
 def test_dot_tile_shapes_and_warps(rng, dtype, blocks, warps):
     """Every tile shape and warp count the tensor-core path splits differently."""
     torch = pytest.importorskip("torch")

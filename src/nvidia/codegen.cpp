@@ -325,7 +325,7 @@ PtxKernel Lowering::run() {
       << ".version 8.0\n.target " << opts.arch << "\n.address_size 64\n\n";
   ptx << b.globals();
   if (sharedBytes_ > 0 || pipelineBytes_ > 0)
-    ptx << ".extern .shared .align 128 .b8 tilec_smem[];\n";
+    ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
   std::string text = b.functionBody();
   for (size_t at; (at = text.find("TILEC_PIPELINE_BYTES")) != std::string::npos;)
     text.replace(at, 20, std::to_string(pipelineBytes_));

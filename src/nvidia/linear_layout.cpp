@@ -1,7 +1,9 @@
 // Linear layouts: construction, slicing, and the register-only conversion test.
 #include "nvidia/linear_layout.h"
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <sstream>
 
 #include "support/diagnostics.h"
@@ -285,6 +287,34 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
     map[r] = it->second;
   }
   return map;
+}
+
+SharedTile sharedTile(int64_t rows, int64_t rowBytes) {
+  if (rows < 1 || rowBytes < 16 || (rows & (rows - 1)) || (rowBytes & (rowBytes - 1)))
+    throw std::logic_error("shared tile of " + std::to_string(rows) + " rows of " +
+                           std::to_string(rowBytes) + " bytes");
+  SharedTile t;
+  t.rows = rows;
+  t.rowBytes = rowBytes;
+  t.swizzle = (int)std::min<int64_t>(rowBytes, 128);
+  int64_t chunks = t.swizzle / 16 - 1; // the chunk bits the swizzle flips
+  auto swizzled = [&](int64_t logical) { return logical ^ (((logical >> 7) & chunks) << 4); };
+  for (int64_t r = 1; r < rows; r *= 2)
+    t.rowBasis.push_back(swizzled(r * t.swizzle));
+  for (int64_t c = 1; c < rowBytes; c *= 2)
+    t.byteBasis.push_back(swizzled(c < t.swizzle ? c : c / t.swizzle * rows * t.swizzle));
+  return t;
+}
+
+int64_t SharedTile::offset(int64_t row, int64_t byte) const {
+  int64_t out = 0;
+  for (size_t i = 0; i < rowBasis.size(); ++i)
+    if (row >> i & 1)
+      out ^= rowBasis[i];
+  for (size_t i = 0; i < byteBasis.size(); ++i)
+    if (byte >> i & 1)
+      out ^= byteBasis[i];
+  return out;
 }
 
 } // namespace tilec::nvidia

@@ -60,4 +60,22 @@ LinearLayout reshapeLayout(const LinearLayout &l, const std::vector<int64_t> &sh
 // destination register takes; empty when data must move between threads.
 std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLayout &dst);
 
+// A 2-D tile in shared memory as ldmatrix and wgmma read it, a linear map
+// over GF(2) like the layouts above: from the bits of (row, byte in the row)
+// to the byte offset. Rows are cut into column blocks of `swizzle` bytes (32,
+// 64 or 128; 16: plain rows), each block stored as `rows` lines of `swizzle`
+// bytes one after another; within every 128 bytes of a block the 16-byte
+// chunks are XOR-ed with the line's place among eight (offset bits 7-9 into
+// bits 4-6), so that eight rows read at one column hit eight bank groups.
+// This is the canonical K-major (or MN-major) swizzled layout of wgmma.
+struct SharedTile {
+  int64_t rows = 0, rowBytes = 0;
+  int swizzle = 16;
+  std::vector<int64_t> rowBasis, byteBasis; // the offset of each bit
+  int64_t bytes() const { return rows * rowBytes; }
+  int64_t offset(int64_t row, int64_t byte) const;
+};
+// The widest swizzle a row of `rowBytes` (a power of 2, at least 16) allows.
+SharedTile sharedTile(int64_t rows, int64_t rowBytes);
+
 } // namespace tilec::nvidia

@@ -111,12 +111,62 @@ std::string Lowering::pipelineBase() {
 
 void Lowering::needPipelineShared(int64_t bytes) {
   pipelineBase();
-  pipelineBytes_ = std::max(pipelineBytes_, (bytes + 127) / 128 * 128);
+  pipelineBytes_ = std::max(pipelineBytes_, (bytes + 1023) / 1024 * 1024); // swizzle patterns
 }
 
 void Lowering::needShared(int64_t bytes) {
   sharedBase();
   sharedBytes_ = std::max(sharedBytes_, bytes);
+}
+
+Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTile &t,
+                                          int bytes) {
+  std::string key = l->str() + "/" + std::to_string(t.rows) + "x" + std::to_string(t.rowBytes) +
+                    "/" + std::to_string(bytes);
+  auto it = tileThreads_.find(key);
+  if (it != tileThreads_.end())
+    return it->second;
+  TileThread th;
+  th.reg = b.reg(RegClass::B32);
+  b.emitPrologue("mov.u32 " + th.reg + ", 0");
+  auto add = [&](const std::vector<Coords> &bases, const std::string &index) {
+    for (size_t bit = 0; bit < bases.size(); ++bit) {
+      int64_t off = t.offset(bases[bit][0], bases[bit][1] * bytes);
+      if (!off)
+        continue;
+      th.mask |= off;
+      std::string x = b.reg(RegClass::B32);
+      b.emitPrologue("bfe.u32 " + x + ", " + index + ", " + imm(bit) + ", 1");
+      b.emitPrologue("mul.lo.u32 " + x + ", " + x + ", " + imm(off));
+      b.emitPrologue("xor.b32 " + th.reg + ", " + th.reg + ", " + x);
+    }
+  };
+  add(l->lanes, lane);
+  add(l->warps, warp);
+  tileThreads_[key] = th;
+  return th;
+}
+
+SharedAddr Lowering::tileAddress(const std::string &base, const TileThread &th, int64_t c,
+                                 std::map<std::pair<std::string, int64_t>, std::string> &cache) {
+  // Bits of th.mask's span may carry into each other: XOR every bit up to its highest.
+  int64_t span = 0;
+  while (span < th.mask)
+    span = span * 2 + 1;
+  int64_t mixed = c & span;
+  auto key = std::make_pair(base, mixed);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::string x = mixed ? opReg("xor.b32", RegClass::B32, {th.reg, imm(mixed)}) : th.reg;
+    it = cache.emplace(key, opReg("add.u32", RegClass::B32, {base, x})).first;
+  }
+  return SharedAddr{it->second, c & ~span};
+}
+
+int64_t Lowering::tileRegOffset(const LinearLayout *l, int r, const SharedTile &t,
+                                int bytes) const {
+  Coords rc = l->regCoords(r);
+  return t.offset(rc[0], rc[1] * bytes);
 }
 
 void Lowering::barrier() { b.emit("bar.sync 0"); }

@@ -64,12 +64,7 @@ const char *memType(DType d) {
 std::string vecSuffix(int n) { return n == 1 ? "" : ".v" + std::to_string(n); }
 
 std::string braced(const std::vector<std::string> &regs) {
-  if (regs.size() == 1)
-    return regs[0];
-  std::string s = "{";
-  for (size_t k = 0; k < regs.size(); ++k)
-    s += (k ? ", " : "") + regs[k];
-  return s + "}";
+  return regs.size() == 1 ? regs[0] : regList(regs);
 }
 
 } // namespace

@@ -1,9 +1,11 @@
 // tl.dot on the tensor cores with mma.sync (sm_80+). The accumulator lives in
 // the MMA layout: each warp owns a (M/warpsM) x (N/warpsN) tile made of 16x8
-// instruction tiles. A goes to shared memory row-major ([M][K]) and B
-// transposed ([N][K]), each row padded by 16 bytes so that ldmatrix reads
-// them without bank conflicts; ldmatrix gives every operand fragment, for
-// 16-, 32- and 8-bit elements alike (an 8x8 matrix of b16 is 8 rows of 16 bytes).
+// instruction tiles. A goes to shared memory as [M][K] and B as [K][N]
+// (16-bit types, read with ldmatrix.trans) or [N][K] (the others), in
+// swizzled shared tiles (SharedTile) that ldmatrix reads without bank
+// conflicts; ldmatrix gives every operand fragment, for 16-, 32- and 8-bit
+// elements alike (an 8x8 matrix of b16 is 8 rows of 16 bytes). On sm_90a,
+// f16 and bf16 dots run on wgmma instead (lower_wgmma.cpp).
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -55,6 +57,7 @@ Tiling tile(int64_t M, int64_t N, int64_t K, int numWarps) {
 
 Coords rc(int64_t r, int64_t c) { return {r, c}; }
 
+
 // The accumulator layout of a tiling: per warp, registers (col+1, row+8),
 // then repeats along N, then along M; lanes (col 2, col 4, row 1, 2, 4).
 LinearLayout accumulatorLayout(const Tiling &t, int numWarps) {
@@ -77,7 +80,20 @@ LinearLayout accumulatorLayout(const Tiling &t, int numWarps) {
 
 } // namespace
 
+OperandTiles operandTiles(const Op &dot) {
+  const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type;
+  int bytes = dtypeBytes(at.dtype);
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  OperandTiles t;
+  t.bKRows = bytes == 2;
+  t.a = sharedTile(M, K * bytes);
+  t.b = t.bKRows ? sharedTile(K, N * bytes) : sharedTile(N, K * bytes);
+  return t;
+}
+
 const LinearLayout *Lowering::mmaLayout(const Op &dot) {
+  if (const LinearLayout *l = wgmmaLayout(dot))
+    return l;
   const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
   if (at.rank() != 2)
     return nullptr;
@@ -102,165 +118,126 @@ const LinearLayout *Lowering::preferredLayout(const Value *v, int depth) {
   return nullptr;
 }
 
+void Lowering::stageOperand(const Value *v, DType in, const SharedTile &tile, bool transposed,
+                            const std::string &base, bool roundTf32) {
+  const TVal &x = val(v);
+  const LinearLayout *l = x.isTensor() && !x.uniform ? x.layout : defaultLayout(v->type.shape);
+  TVal xv = convert(x, in, l);
+  int bytes = dtypeBytes(in);
+  auto element = [&](const std::string &e) { return roundTf32 ? roundToTf32(*this, e) : e; };
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
+  if (transposed) { // element (k, n) to row n, column k, one at a time
+    const LinearLayout *lt = intern(transLayout(*l, {1, 0}));
+    TileThread th = tileThread(lt, tile, bytes);
+    for (int r = 0; r < lt->numRegs(); ++r) {
+      SharedAddr a = tileAddress(base, th, tileRegOffset(lt, r, tile, bytes), cache);
+      if (bytes == 1)
+        b.emit("st.shared.u8 " + a.str() + ", " + xv.regs[r]);
+      else
+        storeShared(a, DType::F32, element(xv.regs[r]));
+    }
+    return;
+  }
+  // Row-major: runs of registers contiguous along the row go out as vectors
+  // (a swizzle moves whole 16-byte chunks, so a run within one stays contiguous).
+  TileThread th = tileThread(l, tile, bytes);
+  int run = std::min<int>(contiguousRegisters(*l), 16 / bytes);
+  if (run * bytes < 4)
+    run = 1;
+  for (int r = 0; r < l->numRegs(); r += run) {
+    SharedAddr a = tileAddress(base, th, tileRegOffset(l, r, tile, bytes), cache);
+    std::vector<std::string> elems;
+    for (int q = 0; q < run; ++q)
+      elems.push_back(element(xv.regs[r + q]));
+    if (run == 1) {
+      if (bytes == 1)
+        b.emit("st.shared.u8 " + a.str() + ", " + elems[0]);
+      else
+        storeShared(a, roundTf32 ? DType::F32 : in, elems[0]);
+      continue;
+    }
+    std::vector<std::string> words = bytes < 4 ? packWords(*this, elems, in) : elems;
+    const char *ty = bytes < 4 || isInteger(in) ? ".b32" : ".f32";
+    if (words.size() == 1)
+      b.emit(std::string("st.shared") + ty + " " + a.str() + ", " + words[0]);
+    else
+      b.emit("st.shared.v" + std::to_string(words.size()) + ty + " " + a.str() + ", " +
+             regList(words));
+  }
+}
+
 void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
+  if (wgmmaLayout(op)) {
+    lowerWgmma(op, accLayout);
+    return;
+  }
   const Type &at = op.operand(0)->type, &bt = op.operand(1)->type, &rt = op.result()->type;
   DType in = at.dtype, out = rt.dtype;
   MmaKind kind = mmaKindOf(in, bt.dtype, out, op.strAttr("input_precision"), arch);
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
   Tiling t = tile(M, N, K, opts.numWarps);
   int bytes = dtypeBytes(in);
-  int64_t rowBytes = K * bytes + 16; // padded: ldmatrix rows fall in distinct banks
-  int64_t aBytes = M * rowBytes, bStart = (aBytes + 127) / 128 * 128;
+  OperandTiles tiles = operandTiles(op);
   b.comment("dot " + at.str() + " x " + bt.str() + " on tensor cores (mma." + kind.shape + ")");
 
   // 1. The accumulator in f32 (or s32) registers of the MMA layout; first, since
   // converting it may use the shared scratch the operands are staged in.
-  const TVal &c = val(op.operand(2));
-  TVal cv = convert(c, out, accLayout);
-  DType accType = kind.integer ? DType::I32 : DType::F32;
-  std::vector<std::string> acc;
-  for (const std::string &r : cv.regs) {
-    std::string v = kind.integer ? r : toF32(r, out);
-    std::string fresh = newReg(accType);
-    b.emit(std::string("mov") + regType(regClassOf(accType)) + " " + fresh + ", " + v);
-    acc.push_back(fresh);
-  }
+  std::vector<std::string> acc = accumulatorRegisters(op, accLayout, kind.integer);
 
-  // 2. A as [M][K] in shared memory; B as [K][N] (16-bit types, read with
-  // ldmatrix.trans) or [N][K] (the others).
-  bool bTrans = bytes == 2;
-  int64_t bRowBytes = bTrans ? N * bytes + 16 : rowBytes;
-  int64_t bRows = bTrans ? K : N;
-  needShared(bStart + bRows * bRowBytes);
-  barrier();
-  auto element = [&](const std::string &e) { return kind.tf32 ? roundToTf32(*this, e) : e; };
-  // Row-major: runs of registers contiguous along the row go out as vectors.
-  auto stageRows = [&](const Value *v, int64_t start, int64_t stride) {
-    const TVal &x = val(v);
-    const LinearLayout *l = x.isTensor() && !x.uniform ? x.layout : defaultLayout(v->type.shape);
-    TVal xv = convert(x, in, l);
-    int run = std::min<int>(contiguousRegisters(*l), 16 / bytes);
-    if (run * bytes < 4)
-      run = 1;
-    for (int r = 0; r < l->numRegs(); r += run) {
-      SharedAddr a = sharedAddress(l, r, {stride / bytes, 1}, bytes, start);
-      std::vector<std::string> elems;
-      for (int q = 0; q < run; ++q)
-        elems.push_back(element(xv.regs[r + q]));
-      if (run == 1) {
-        if (bytes == 1)
-          b.emit("st.shared.u8 " + a.str() + ", " + elems[0]);
-        else
-          storeShared(a, kind.tf32 ? DType::F32 : in, elems[0]);
-        continue;
-      }
-      std::vector<std::string> words = bytes < 4 ? packWords(*this, elems, in) : elems;
-      std::string list = "{";
-      for (size_t q = 0; q < words.size(); ++q)
-        list += (q ? ", " : "") + words[q];
-      list += "}";
-      const char *ty = bytes < 4 ? ".b32" : kind.integer ? ".b32" : ".f32";
-      if (words.size() == 1)
-        b.emit(std::string("st.shared") + ty + " " + a.str() + ", " + words[0]);
-      else
-        b.emit("st.shared.v" + std::to_string(words.size()) + ty + " " + a.str() + ", " + list);
-    }
-  };
-  // Transposed: element (k, n) of B to row n, column k, one at a time.
-  auto stageTransposed = [&](const Value *v, int64_t start) {
-    const TVal &x = val(v);
-    const LinearLayout *l = x.isTensor() && !x.uniform ? x.layout : defaultLayout(v->type.shape);
-    TVal xv = convert(x, in, l);
-    std::string base = sharedBase();
-    for (int r = 0; r < l->numRegs(); ++r) {
-      std::string addr =
-          opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 1, r), imm(rowBytes), base});
-      addr = opReg("mad.lo.u32", RegClass::B32, {elementCoord(l, 0, r), imm(bytes), addr});
-      SharedAddr a{addr, start};
-      if (bytes == 1)
-        b.emit("st.shared.u8 " + a.str() + ", " + xv.regs[r]);
-      else
-        storeShared(a, DType::F32, element(xv.regs[r]));
-    }
-  };
-  // Operands a pipelined loop already copied are read where they are.
+  // 2. The operands in shared memory, unless a pipelined loop already copied them there.
   std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
-  if (aBase.empty())
-    stageRows(op.operand(0), 0, rowBytes);
-  if (bBase.empty() && bTrans)
-    stageRows(op.operand(1), bStart, bRowBytes);
-  else if (bBase.empty())
-    stageTransposed(op.operand(1), bStart);
-  if (aBase.empty() || bBase.empty())
-    barrier();
-  else
-    needShared(0);
-  if (!bBase.empty())
-    bStart = 0;
-  if (aBase.empty())
-    aBase = sharedBase();
-  if (bBase.empty())
-    bBase = sharedBase();
+  stageOperands(op, tiles, aBase, bBase, kind.tf32);
 
-  // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile.
-  int64_t kHalf = 16 / bytes; // elements in 16 bytes
-  int64_t reps = t.warpM / 16, nreps = t.warpN / 8;
-  // This lane's ldmatrix row: A rows (l&7)+8*((l>>3)&1), k half (l>>4)&1;
-  // B rows (n) (l&7)+8*((l>>4)&1), k half (l>>3)&1.
-  std::string warpM = b.reg(RegClass::B32), warpN = b.reg(RegClass::B32);
-  {
-    std::string wm = opReg("and.b32", RegClass::B32, {warp, imm(t.warpsM - 1)});
-    b.emit("mul.lo.u32 " + warpM + ", " + wm + ", " + imm(t.warpM));
-    std::string wn = opReg("shr.u32", RegClass::B32, {warp, imm(__builtin_ctzll(t.warpsM))});
-    wn = opReg("and.b32", RegClass::B32, {wn, imm(t.warpsN - 1)});
-    b.emit("mul.lo.u32 " + warpN + ", " + wn + ", " + imm(t.warpN));
-  }
-  std::string l7 = opReg("and.b32", RegClass::B32, {lane, "7"});
-  std::string bit3 = opReg("bfe.u32", RegClass::B32, {lane, "3", "1"});
-  std::string bit4 = opReg("bfe.u32", RegClass::B32, {lane, "4", "1"});
-  std::string aRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
-  aRow = opReg("add.u32", RegClass::B32, {aRow, warpM});
-  std::string aAddr = opReg("mad.lo.u32", RegClass::B32, {aRow, imm(rowBytes), aBase});
-  aAddr = opReg("mad.lo.u32", RegClass::B32, {bit4, "16", aAddr});
-  std::string bAddr;
-  if (bTrans) { // rows k: (l&7) + 8*((l>>3)&1); columns n: 8*((l>>4)&1)
-    std::string kRow = opReg("mad.lo.u32", RegClass::B32, {bit3, "8", l7});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {kRow, imm(bRowBytes), bBase});
-    std::string nCol = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", warpN});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {nCol, imm(bytes), bAddr});
-  } else { // rows n: (l&7) + 8*((l>>4)&1); k half (l>>3)&1
-    std::string bRow = opReg("mad.lo.u32", RegClass::B32, {bit4, "8", l7});
-    bRow = opReg("add.u32", RegClass::B32, {bRow, warpN});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {bRow, imm(rowBytes), bBase});
-    bAddr = opReg("mad.lo.u32", RegClass::B32, {bit3, "16", bAddr});
-  }
-  auto regList = [](const std::vector<std::string> &r) {
-    std::string s = "{";
-    for (size_t k = 0; k < r.size(); ++k)
-      s += (k ? ", " : "") + r[k];
-    return s + "}";
+  // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile. Each
+  // lane reads one 16-byte row of an 8x8 matrix: A rows (l&7)+8*((l>>3)&1),
+  // k half (l>>4)&1; B [K][N] rows k (l&7)+8*((l>>3)&1), n half (l>>4)&1;
+  // B [N][K] rows n (l&7)+8*((l>>4)&1), k half (l>>3)&1.
+  int logWarpsM = __builtin_ctzll(t.warpsM), logWarpsN = __builtin_ctzll(t.warpsN);
+  auto laneLayout = [&](std::vector<int64_t> shape, std::vector<Coords> lanes, bool rowsFromM,
+                        int64_t warpStride, int warpDim) {
+    LinearLayout l;
+    l.shape = std::move(shape);
+    l.lanes = std::move(lanes);
+    for (int w = 0; (1 << w) < opts.numWarps; ++w) {
+      bool mine = rowsFromM ? w < logWarpsM : w >= logWarpsM && w < logWarpsM + logWarpsN;
+      int shift = rowsFromM ? w : w - logWarpsM;
+      Coords c{0, 0};
+      if (mine)
+        c[warpDim] = warpStride << shift;
+      l.warps.push_back(c);
+    }
+    return intern(l);
   };
+  int64_t kHalf = 16 / bytes; // elements in 16 bytes
+  const LinearLayout *aLanes =
+      laneLayout({M, K}, {rc(1, 0), rc(2, 0), rc(4, 0), rc(8, 0), rc(0, kHalf)}, true, t.warpM, 0);
+  const LinearLayout *bLanes =
+      tiles.bKRows
+          ? laneLayout({K, N}, {rc(1, 0), rc(2, 0), rc(4, 0), rc(8, 0), rc(0, 8)}, false, t.warpN, 1)
+          : laneLayout({N, K}, {rc(1, 0), rc(2, 0), rc(4, 0), rc(0, kHalf), rc(8, 0)}, false,
+                       t.warpN, 0);
+  TileThread aThread = tileThread(aLanes, tiles.a, bytes);
+  TileThread bThread = tileThread(bLanes, tiles.b, bytes);
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
   std::string mma = std::string("mma.sync.aligned.") + kind.shape + ".row.col." + kind.types;
-  (void)kHalf;
+  int64_t reps = t.warpM / 16, nreps = t.warpN / 8;
   for (int64_t kk = 0; kk < K; kk += kind.kInst) {
-    int64_t kByte = kk * bytes;
     std::vector<std::vector<std::string>> aFrag(reps), bFrag(nreps);
     for (int64_t i = 0; i < reps; ++i) {
       for (int q = 0; q < 4; ++q)
         aFrag[i].push_back(b.reg(RegClass::B32));
-      b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(aFrag[i]) + ", [" + aAddr + "+" +
-             imm(i * 16 * rowBytes + kByte) + "]");
+      SharedAddr a = tileAddress(aBase, aThread, tiles.a.offset(i * 16, kk * bytes), cache);
+      b.emit("ldmatrix.sync.aligned.m8n8.x4.shared.b16 " + regList(aFrag[i]) + ", " + a.str());
     }
     for (int64_t j = 0; j < nreps; j += 2) {
       std::vector<std::string> regs;
       int count = j + 1 < nreps ? 4 : 2;
       for (int q = 0; q < count; ++q)
         regs.push_back(b.reg(RegClass::B32));
-      int64_t offset =
-          bTrans ? bStart + kk * bRowBytes + j * 8 * bytes : bStart + j * 8 * rowBytes + kByte;
+      int64_t c = tiles.bKRows ? tiles.b.offset(kk, j * 8 * bytes) : tiles.b.offset(j * 8, kk * bytes);
+      SharedAddr a = tileAddress(bBase, bThread, c, cache);
       b.emit(std::string("ldmatrix.sync.aligned.m8n8.x") + (count == 4 ? "4" : "2") +
-             (bTrans ? ".trans" : "") + ".shared.b16 " + regList(regs) + ", [" + bAddr + "+" +
-             imm(offset) + "]");
+             (tiles.bKRows ? ".trans" : "") + ".shared.b16 " + regList(regs) + ", " + a.str());
       bFrag[j] = {regs[0], regs[1]};
       if (count == 4)
         bFrag[j + 1] = {regs[2], regs[3]};
@@ -274,10 +251,56 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
         b.emit(mma + " " + ds + ", " + regList(aFrag[i]) + ", " + regList(bFrag[j]) + ", " + ds);
       }
   }
+  bindAccumulator(op, accLayout, acc, kind.integer);
+}
 
-  TVal result{accLayout, {}};
+std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const LinearLayout *layout,
+                                                        bool integer) {
+  DType out = op.result()->type.dtype;
+  TVal cv = convert(val(op.operand(2)), out, layout);
+  DType accType = integer ? DType::I32 : DType::F32;
+  std::vector<std::string> acc;
+  for (const std::string &r : cv.regs) {
+    std::string v = integer ? r : toF32(r, out);
+    std::string fresh = newReg(accType);
+    b.emit(std::string("mov") + regType(regClassOf(accType)) + " " + fresh + ", " + v);
+    acc.push_back(fresh);
+  }
+  return acc;
+}
+
+void Lowering::stageOperands(const Op &op, const OperandTiles &tiles, std::string &aBase,
+                             std::string &bBase, bool roundTf32) {
+  DType in = op.operand(0)->type.dtype;
+  bool staged = aBase.empty() || bBase.empty();
+  int64_t bStart = (tiles.a.bytes() + 1023) / 1024 * 1024;
+  if (staged) {
+    needShared(bStart + tiles.b.bytes());
+    barrier(); // earlier readers of the scratch are done
+  }
+  if (aBase.empty()) {
+    aBase = sharedBase();
+    stageOperand(op.operand(0), in, tiles.a, false, aBase, roundTf32);
+  }
+  if (bBase.empty()) {
+    bBase = opReg("add.u32", RegClass::B32, {sharedBase(), imm(bStart)});
+    stageOperand(op.operand(1), in, tiles.b, !tiles.bKRows, bBase, roundTf32);
+  }
+  if (staged) {
+    if (wgmmaLayout(op)) // the tensor cores read through the async proxy
+      b.emit("fence.proxy.async.shared::cta");
+    barrier();
+  } else {
+    needShared(0);
+  }
+}
+
+void Lowering::bindAccumulator(const Op &op, const LinearLayout *layout,
+                               const std::vector<std::string> &acc, bool integer) {
+  DType out = op.result()->type.dtype;
+  TVal result{layout, {}};
   for (const std::string &a : acc)
-    result.regs.push_back(kind.integer ? a : fromF32(a, out));
+    result.regs.push_back(integer ? a : fromF32(a, out));
   bind(op.result(), result);
 }
 

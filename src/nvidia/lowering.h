@@ -44,7 +44,8 @@ struct PipelinedLoad {
   const Op *load = nullptr;
   int carried = 0;              // which loop-carried value is its pointer
   const Value *delta = nullptr; // what the loop adds to the pointer each iteration
-  int64_t rows = 0, rowBytes = 0, slotBytes = 0, offset = 0;
+  SharedTile tile;                 // as the dot reads it (operandTiles)
+  int64_t slotBytes = 0, offset = 0; // one stage's bytes; the first stage's place
   int bytes = 0, vec = 1; // element bytes; elements per copy
   TVal next;              // the pointers of the next iteration to copy
 };
@@ -57,6 +58,14 @@ struct Pipeline {
   std::string readSlot, writeSlot, ub, iv;
   bool waited = false;
 };
+
+// The shared tiles a tensor-core dot reads its operands from: A as [M][K];
+// B as [K][N] (16-bit types) or [N][K] (the others).
+struct OperandTiles {
+  SharedTile a, b;
+  bool bKRows = true;
+};
+OperandTiles operandTiles(const Op &dot);
 
 class Lowering;
 // An f32 rounded to tf32 as the CPU backend rounds it: nearest, ties to even.
@@ -119,6 +128,22 @@ public:
   void storeShared(const SharedAddr &a, DType d, const std::string &v);
   std::string loadShared(const SharedAddr &a, DType d);
 
+  // Shared tiles (swizzled, as the tensor cores read them): this thread's
+  // part of the offset of layout `l`'s elements of `bytes` each in tile `t`
+  // (computed once, in the prologue), and the bits that part may set.
+  struct TileThread {
+    std::string reg;
+    int64_t mask = 0;
+  };
+  TileThread tileThread(const LinearLayout *l, const SharedTile &t, int bytes);
+  // The address base + (thread ^ c): the bits of c the thread part never
+  // sets become an immediate; the others are XOR-ed in a register, one per
+  // distinct value (cached in `cache` by the caller's scope).
+  SharedAddr tileAddress(const std::string &base, const TileThread &th, int64_t c,
+                         std::map<std::pair<std::string, int64_t>, std::string> &cache);
+  // The offset in tile `t` of register r's element of layout `l`, without the thread's part.
+  int64_t tileRegOffset(const LinearLayout *l, int r, const SharedTile &t, int bytes) const;
+
   // Moves a tensor into layout `to` (through shared memory if threads must
   // exchange elements). A scalar becomes a splat.
   TVal convert(const TVal &v, DType d, const LinearLayout *to);
@@ -177,6 +202,21 @@ public:
   // run this dot, else null; and the lowering itself.
   const LinearLayout *mmaLayout(const Op &dot);
   void lowerMma(const Op &op, const LinearLayout *acc);
+  // Hopper's warpgroup MMA (lower_wgmma.cpp): its accumulator layout when
+  // wgmma can run this dot (sm_90a, f16/bf16), else null; the lowering.
+  const LinearLayout *wgmmaLayout(const Op &dot);
+  void lowerWgmma(const Op &op, const LinearLayout *acc);
+  // Shared by both: the accumulator copied into fresh f32 (s32) registers of
+  // `layout`; the operands staged into their shared tiles where no pipelined
+  // loop put them (sets the bases); the result bound from the accumulator.
+  std::vector<std::string> accumulatorRegisters(const Op &op, const LinearLayout *layout,
+                                                bool integer);
+  void stageOperands(const Op &op, const OperandTiles &tiles, std::string &aBase,
+                     std::string &bBase, bool roundTf32);
+  void stageOperand(const Value *v, DType in, const SharedTile &tile, bool transposed,
+                    const std::string &base, bool roundTf32);
+  void bindAccumulator(const Op &op, const LinearLayout *layout,
+                       const std::vector<std::string> &acc, bool integer);
   // Software pipelining of a loop's dot operands (pipeline_loads.cpp).
   std::unique_ptr<Pipeline> planPipeline(const Op &forOp, const std::vector<TVal> &carried);
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
@@ -208,6 +248,7 @@ private:
   std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
   std::map<const LinearLayout *, std::string> owners_;
   std::map<std::string, std::string> sharedThreadAddrs_;
+  std::map<std::string, TileThread> tileThreads_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
   std::string sharedBase_, pipelineBase_;

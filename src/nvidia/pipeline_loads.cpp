@@ -1,7 +1,7 @@
 // Software pipelining of the loads that feed a tensor-core dot in a for loop
 // (num_stages >= 2): the tiles of the next num_stages-1 iterations are copied
 // to shared memory with cp.async while the current one is multiplied, each
-// straight into the layout the dot reads with ldmatrix.
+// straight into the swizzled tile the dot reads (ldmatrix or wgmma).
 //
 // Taken when a loop's A and B tiles are each loaded from a loop-carried
 // pointer advanced by a loop-invariant offset, with no mask or a
@@ -75,16 +75,15 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     if (!pipelineable(*this, forOp, *a, p->loads[0]) ||
         !pipelineable(*this, forOp, *bOp, p->loads[1]))
       continue;
-    const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type;
+    const Type &at = dot.operand(0)->type;
     int bytes = dtypeBytes(at.dtype);
+    OperandTiles tiles = operandTiles(dot);
     p->dot = &dot;
     p->stages = opts.numStages;
-    p->loads[0].rowBytes = at.shape[1] * bytes + 16; // as lowerMma stages them
-    p->loads[0].rows = at.shape[0];
-    p->loads[1].rowBytes = bt.shape[1] * bytes + 16;
-    p->loads[1].rows = bt.shape[0];
+    p->loads[0].tile = tiles.a;
+    p->loads[1].tile = tiles.b;
     for (PipelinedLoad &l : p->loads) {
-      l.slotBytes = (l.rows * l.rowBytes + 127) / 128 * 128;
+      l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
       l.bytes = bytes;
     }
     // Each thread copies whole vectors of 4, 8 or 16 bytes, aligned.
@@ -123,17 +122,17 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
     TVal mask;
     if (l.load->operands.size() > 1)
       mask = L.convert(L.val(l.load->operand(1)), DType::I1, lay);
+    Lowering::TileThread th = L.tileThread(lay, l.tile, l.bytes);
+    std::map<std::pair<std::string, int64_t>, std::string> cache;
     for (int g = 0; g < lay->numRegs(); g += vec) {
-      SharedAddr a = L.sharedAddress(lay, g, {l.rowBytes / l.bytes, 1}, l.bytes, 0);
-      std::string off = L.opReg("sub.u32", RegClass::B32, {a.base, L.sharedBase()});
-      std::string dst = L.opReg("add.u32", RegClass::B32, {off, slotBase});
+      SharedAddr a = L.tileAddress(slotBase, th, L.tileRegOffset(lay, g, l.tile, l.bytes), cache);
       std::string ok = valid;
       if (!mask.regs.empty())
         ok = L.opReg("and.pred", RegClass::Pred, {ok, mask.regs[g]});
       int size = vec * l.bytes;
       std::string srcSize = L.opReg("selp.u32", RegClass::B32, {imm(size), "0", ok});
-      L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global [" + dst +
-               "+" + imm(a.offset) + "], [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
+      L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global " +
+               a.str() + ", [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
     }
   }
   L.b.emit("cp.async.commit_group");
@@ -202,6 +201,8 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
   if (!p.waited) {
     b.emit("cp.async.wait_group " + imm(p.stages - 2));
+    if (wgmmaLayout(*p.dot)) // wgmma reads through the async proxy
+      b.emit("fence.proxy.async.shared::cta");
     barrier();
     std::string ahead = opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});

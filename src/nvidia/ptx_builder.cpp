@@ -68,6 +68,13 @@ std::string PtxBuilder::functionBody() const {
 
 std::string imm(int64_t v) { return std::to_string(v); }
 
+std::string regList(const std::vector<std::string> &regs) {
+  std::string s = "{";
+  for (size_t k = 0; k < regs.size(); ++k)
+    s += (k ? ", " : "") + regs[k];
+  return s + "}";
+}
+
 std::string immF32(double v) {
   float f = (float)v;
   uint32_t bits;

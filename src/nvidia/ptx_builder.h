@@ -6,6 +6,7 @@
 #include <array>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "ir/types.h"
 
@@ -45,6 +46,8 @@ private:
   int labels_ = 0;
 };
 
+// Text of a vector operand: {a, b, c}.
+std::string regList(const std::vector<std::string> &regs);
 // Text of a PTX immediate of an integer.
 std::string imm(int64_t v);
 // Text of a PTX f32/f64 immediate (exact hex form).

@@ -1,0 +1,135 @@
+// tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
+// f16 and bf16. A warpgroup (4 consecutive warps) multiplies a 64 x n tile
+// per instruction, reading A ([M][K], K-major) and B ([K][N], N-major) from
+// the same swizzled shared tiles mma.sync reads (SharedTile is wgmma's
+// canonical layout), described by 64-bit matrix descriptors. Warpgroups
+// split M first, then N; the accumulator layout is the instruction's: in each
+// warp the 16x8 pattern of mma.sync, repeated along n, warp w of a group on
+// rows 16w.
+#include <cstdio>
+
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+struct WgmmaTiling {
+  int64_t M, N, K;
+  int64_t groupsM, groupsN; // warpgroups along M and N
+  int64_t groupN;           // columns per warpgroup
+  int64_t instrN;           // n of one instruction (at most 256)
+};
+
+// Whether wgmma can run the dot and how warpgroups split it; M == 0 when not.
+WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
+  WgmmaTiling t{};
+  const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
+  if (opts.arch != "sm_90a" || at.rank() != 2 || at.dtype != bt.dtype ||
+      (at.dtype != DType::F16 && at.dtype != DType::BF16) ||
+      (rt.dtype != DType::F32 && rt.dtype != at.dtype) || opts.numWarps % 4)
+    return t;
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1], groups = opts.numWarps / 4;
+  if (M % 64 || K % 16 || N < 16)
+    return t;
+  int64_t groupsM = std::min(groups, M / 64), groupsN = groups / groupsM;
+  int64_t groupN = N / groupsN;
+  // A warpgroup's columns of B start at a whole swizzle block.
+  if (groupN < 8 || (groupN * 2) % sharedTile(K, N * 2).swizzle)
+    return t;
+  return {M, N, K, groupsM, groupsN, groupN, std::min<int64_t>(groupN, 256)};
+}
+
+Coords rc(int64_t r, int64_t c) { return {r, c}; }
+
+// Registers: (col+1, row+8), the n8 blocks of a group's columns, then the
+// repeats along M; lanes as in mma.sync; warps: rows 16 and 32 within a
+// group, then groups along M, then along N.
+LinearLayout wgmmaAccumulator(const WgmmaTiling &t) {
+  LinearLayout l;
+  l.shape = {t.M, t.N};
+  l.regs = {rc(0, 1), rc(8, 0)};
+  for (int64_t n = 8; n < t.groupN; n *= 2)
+    l.regs.push_back(rc(0, n));
+  for (int64_t m = 64 * t.groupsM; m < t.M; m *= 2)
+    l.regs.push_back(rc(m, 0));
+  l.lanes = {rc(0, 2), rc(0, 4), rc(1, 0), rc(2, 0), rc(4, 0)};
+  l.warps = {rc(16, 0), rc(32, 0)};
+  for (int64_t g = 1; g < t.groupsM; g *= 2)
+    l.warps.push_back(rc(64 * g, 0));
+  for (int64_t g = 1; g < t.groupsN; g *= 2)
+    l.warps.push_back(rc(0, t.groupN * g));
+  return l;
+}
+
+int swizzleMode(int swizzle) { return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3; }
+
+} // namespace
+
+const LinearLayout *Lowering::wgmmaLayout(const Op &dot) {
+  WgmmaTiling t = wgmmaTiling(dot, opts);
+  return t.M ? intern(wgmmaAccumulator(t)) : nullptr;
+}
+
+void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
+  WgmmaTiling t = wgmmaTiling(op, opts);
+  const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
+  const char *ty = at.dtype == DType::F16 ? "f16" : "bf16";
+  OperandTiles tiles = operandTiles(op);
+  b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
+
+  std::vector<std::string> acc = accumulatorRegisters(op, accLayout, false);
+  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
+  stageOperands(op, tiles, aBase, bBase, false);
+
+  // This warpgroup's first row of A and first column of B.
+  std::string group = opReg("shr.u32", RegClass::B32, {warp, "2"});
+  std::string gm = opReg("and.b32", RegClass::B32, {group, imm(t.groupsM - 1)});
+  std::string gn = opReg("shr.u32", RegClass::B32, {group, imm(__builtin_ctzll(t.groupsM))});
+  // Rows are multiples of 64 and columns of a swizzle block: plain offsets.
+  std::string aStart =
+      opReg("mad.lo.u32", RegClass::B32, {gm, imm(tiles.a.offset(64, 0)), aBase});
+  std::string bStart = bBase;
+  if (t.groupsN > 1)
+    bStart = opReg("mad.lo.u32", RegClass::B32, {gn, imm(tiles.b.offset(0, t.groupN * 2)), bBase});
+  // Descriptor: start address >> 4 (bits 0-13), leading byte offset >> 4
+  // (16-29), stride byte offset >> 4 (32-45), swizzle mode (62-63). A
+  // (K-major): rows of 8 lines apart by 8 lines; the leading offset unused.
+  // B (N-major): blocks of swizzle-width columns apart by K lines, groups of
+  // 8 k lines apart by 8 lines.
+  auto descriptor = [&](const std::string &start, const SharedTile &tile, int64_t leading) {
+    uint64_t fields = (uint64_t)(leading >> 4) << 16 | (uint64_t)(8 * tile.swizzle >> 4) << 32 |
+                      (uint64_t)swizzleMode(tile.swizzle) << 62;
+    std::string s = opReg("bfe.u32", RegClass::B32, {start, "4", "14"});
+    std::string d = opReg("cvt.u64.u32", RegClass::B64, {s});
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)fields);
+    return opReg("or.b64", RegClass::B64, {d, hex});
+  };
+  std::string aDesc = descriptor(aStart, tiles.a, 16);
+  std::string bDesc = descriptor(bStart, tiles.b, t.K * tiles.b.swizzle);
+  std::string accumulate = b.reg(RegClass::Pred);
+  b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
+
+  std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16.f32." +
+                      ty + "." + ty;
+  int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2;
+  b.emit("wgmma.fence.sync.aligned");
+  for (int64_t kk = 0; kk < t.K; kk += 16)
+    for (int64_t i = 0; i < repsM; ++i)
+      for (int64_t n0 = 0; n0 < t.groupN; n0 += t.instrN) {
+        int64_t aOff = tiles.a.offset(64 * t.groupsM * i, kk * 2);
+        int64_t bOff = tiles.b.offset(kk, n0 * 2);
+        std::string a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
+        std::string bd = bOff ? opReg("add.s64", RegClass::B64, {bDesc, imm(bOff >> 4)}) : bDesc;
+        std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2,
+                                   acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2);
+        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate +
+               ", 1, 1, 0, 1");
+      }
+  b.emit("wgmma.commit_group.sync.aligned");
+  b.emit("wgmma.wait_group.sync.aligned 0");
+  bindAccumulator(op, accLayout, acc, false);
+}
+
+} // namespace tilec::nvidia
