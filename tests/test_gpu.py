@@ -63,6 +63,41 @@ def test_compile_without_a_gpu(target):
     assert k.metadata.target == target and k.metadata.num_warps == 4
 
 
+@tilec.jit
+def looped_dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                      BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("target,dtype,encoding", [("sm_90a", "*fp16", "#wgmma<"),
+                                                   ("sm_80", "*fp16", "#mma<"),
+                                                   ("sm_90a", "*fp32", "#mma<")])
+def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
+    """asm['tilegpu']: the kernel after the GPU layout pass. A tensor-core dot's
+    accumulator layout is in its type; the loop carries it, converted once before.
+    (fp32 is tf32 by default, on mma.sync: wgmma takes f16 and bf16 here.)"""
+    sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "K": "i32"}
+    k = tilec.compile(looped_dot_kernel, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                      target=target, divisible_by_16=["K"])
+    gpu_ir = k.asm["tilegpu"].splitlines()
+    assert "gpu.convert_layout" not in k.asm["tileir"]
+    converts = [i for i, line in enumerate(gpu_ir) if "gpu.convert_layout" in line]
+    loop = next(i for i, line in enumerate(gpu_ir) if "= for(" in line)
+    dot = next(line for line in gpu_ir if "= dot(" in line)
+    assert len(converts) == 1 and converts[0] < loop and encoding in gpu_ir[converts[0]]
+    assert encoding in gpu_ir[loop] and encoding in dot
+    if encoding == "#wgmma<":
+        assert "wgmma.mma_async" in k.asm["ptx"]
+
+
 @needs_ptxas
 def test_fp_fusion_is_on_by_default_and_can_be_turned_off():
     sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "out_ptr": "*fp32"}

@@ -73,6 +73,7 @@ class CompiledKernel:
         self.globals_read = []  # (JITFunction, name, value) the kernel was compiled with
         self.function = None
         if gpu is not None:
+            self.asm["tilegpu"] = gpu.gpu_ir
             self.asm["ptx"] = gpu.ptx
             if gpu.cubin:
                 self.asm["cubin"] = gpu.cubin

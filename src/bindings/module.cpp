@@ -306,6 +306,7 @@ NB_MODULE(_C, m) {
       .def_ro("name", &GpuKernel::name)
       .def_ro("arch", &GpuKernel::arch)
       .def_ro("ptx", &GpuKernel::ptx)
+      .def_ro("gpu_ir", &GpuKernel::gpuIr)
       .def_prop_ro("cubin", [](const GpuKernel &k) { return asBytes(k.cubin); })
       .def_ro("assembler", &GpuKernel::assembler)
       .def_ro("num_threads", &GpuKernel::numThreads)

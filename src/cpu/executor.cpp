@@ -997,6 +997,9 @@ void Program::exec(const Op &op) {
   case OpKind::Condition:
   case OpKind::Return:
     return;
+  case OpKind::ConvertLayout: // GPU-level: only on a GPU backend's copy
+    throw std::logic_error("GPU-level op " + std::string(op.info().mnemonic) +
+                           " reached the CPU backend");
   }
 }
 

@@ -10,6 +10,7 @@ static const OpInfo kOpInfos[] = {
 #define TILEC_OP(name, mnemonic, operands, results, regions, flags)                                \
   {mnemonic, operands, results, regions, flags},
 #include "ir/ops.def"
+#include "ir/gpu_ops.def"
 #undef TILEC_OP
 };
 
@@ -144,6 +145,66 @@ void replaceAllUses(Block &block, Value *from, Value *to) {
       if (operand == from)
         operand = to;
   });
+}
+
+Op *insertOp(Block &block, size_t at, OpKind kind, std::vector<Value *> operands, Type t,
+             const Location &loc) {
+  auto op = std::make_unique<Op>();
+  op->kind = kind;
+  op->operands = std::move(operands);
+  op->loc = loc;
+  op->parent = &block;
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->def = op.get();
+  op->results.push_back(std::move(v));
+  block.ops.insert(block.ops.begin() + (long)at, std::move(op));
+  return block.ops[at].get();
+}
+
+namespace {
+
+// Copies `from` into `to`, mapping each value of the original to its copy.
+void cloneBlock(const Block &from, Block &to, std::unordered_map<const Value *, Value *> &map) {
+  for (const auto &a : from.args)
+    map[a.get()] = to.addArg(a->type);
+  for (const auto &src : from.ops) {
+    auto op = std::make_unique<Op>();
+    op->kind = src->kind;
+    for (Value *v : src->operands) {
+      auto it = map.find(v);
+      op->operands.push_back(it == map.end() ? v : it->second);
+    }
+    op->attrs = src->attrs;
+    op->loc = src->loc;
+    op->parent = &to;
+    for (const auto &r : src->results) {
+      auto v = std::make_unique<Value>(*r);
+      v->def = op.get();
+      map[r.get()] = v.get();
+      op->results.push_back(std::move(v));
+    }
+    for (const auto &region : src->regions) {
+      auto b = std::make_unique<Block>();
+      b->parent = op.get();
+      cloneBlock(*region, *b, map);
+      op->regions.push_back(std::move(b));
+    }
+    to.ops.push_back(std::move(op));
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Function> cloneFunction(const Function &fn) {
+  auto out = std::make_unique<Function>();
+  out->name = fn.name;
+  out->argNames = fn.argNames;
+  out->argDivisibility = fn.argDivisibility;
+  std::unordered_map<const Value *, Value *> map;
+  cloneBlock(*fn.body, *out->body, map);
+  out->renumber();
+  return out;
 }
 
 UseCounts countUses(const Block &block) {

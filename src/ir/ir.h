@@ -17,6 +17,7 @@ namespace tilec {
 enum class OpKind {
 #define TILEC_OP(name, mnemonic, operands, results, regions, flags) name,
 #include "ir/ops.def"
+#include "ir/gpu_ops.def"
 #undef TILEC_OP
 };
 
@@ -29,6 +30,7 @@ enum OpFlag : unsigned {
   TERMINATOR = 1u << 5,
   EFFECT = 1u << 6,
   PTRS = 1u << 7,
+  GPU = 1u << 8, // a GPU-level op (gpu_ops.def)
 };
 constexpr int VARIADIC = -1;
 
@@ -101,6 +103,9 @@ struct Function {
   int renumber();
 };
 
+// A deep copy: a backend's passes rewrite their own copy of a kernel.
+std::unique_ptr<Function> cloneFunction(const Function &fn);
+
 // Creates ops at an insertion point (the end of a block).
 class Builder {
 public:
@@ -133,6 +138,10 @@ template <typename F> void walk(Block &block, F &&fn) {
       walk(*region, fn);
   }
 }
+
+// Inserts a new op with one result of type `t` before position `at` of `block`.
+Op *insertOp(Block &block, size_t at, OpKind kind, std::vector<Value *> operands, Type t,
+             const Location &loc);
 
 // Replaces every use of `from` with `to` inside `block` and its regions.
 void replaceAllUses(Block &block, Value *from, Value *to);

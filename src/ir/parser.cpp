@@ -484,6 +484,12 @@ std::string countText(int n, const char *noun) {
 void IRParser::op(Block &block) {
   std::vector<Named> results = resultNames();
   Named mnemonic = expectWord("an op");
+  while (peek() == '.') { // a dotted mnemonic: gpu.convert_layout
+    ++pos_;
+    Named part = expectWord("the rest of the op's name");
+    mnemonic.name += "." + part.name;
+    mnemonic.end = part.end;
+  }
   OpKind kind;
   if (!opKindFromMnemonic(mnemonic.name, &kind))
     error(mnemonic.begin, mnemonic.end, "unknown op '" + mnemonic.name + "'");

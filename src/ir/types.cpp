@@ -59,6 +59,13 @@ int64_t Type::numel() const {
 Type Type::withShape(std::vector<int64_t> s) const {
   Type t = *this;
   t.shape = std::move(s);
+  t.encoding = nullptr;
+  return t;
+}
+
+Type Type::withEncoding(std::shared_ptr<const Encoding> e) const {
+  Type t = *this;
+  t.encoding = std::move(e);
   return t;
 }
 
@@ -92,7 +99,10 @@ std::string Type::str() const {
   out << "tensor<";
   for (int64_t s : shape)
     out << s << "x";
-  out << elementStr(*this) << ">";
+  out << elementStr(*this);
+  if (encoding)
+    out << ", " << encoding->str();
+  out << ">";
   return out.str();
 }
 

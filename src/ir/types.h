@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,15 @@ inline bool isPointer(DType d) { return dtypeKind(d) == DKind::Pointer; }
 // Bytes one element takes in memory (i1 is stored as a byte).
 int dtypeBytes(DType d);
 
+// A tensor's layout encoding: how a backend distributes its elements over
+// threads (or shared memory). Portable Tile IR carries none; a backend's layout
+// passes attach them (nvidia/assign_layouts.cpp) and its lowering reads them.
+struct Encoding {
+  virtual ~Encoding() = default;
+  virtual std::string str() const = 0; // printed after the element type: #name<...>
+  virtual bool equals(const Encoding &o) const = 0;
+};
+
 struct Type {
   DType dtype = DType::I32;
   // For Ptr and BlockPtr: the element type pointed to (a scalar, not a pointer).
@@ -56,19 +66,27 @@ struct Type {
   std::vector<int64_t> blockShape;
   // Empty for a scalar; otherwise the tensor's dimensions.
   std::vector<int64_t> shape;
+  // For a tensor: its layout encoding, or null (portable IR). Not part of the
+  // type's identity (==): ops whose operands sit in different layouts still
+  // type-check; the backend converts.
+  std::shared_ptr<const Encoding> encoding;
 
-  static Type scalar(DType d) { return Type{d, DType::I32, {}, {}}; }
-  static Type pointer(DType pointee) { return Type{DType::Ptr, pointee, {}, {}}; }
+  static Type scalar(DType d) { return Type{d, DType::I32, {}, {}, nullptr}; }
+  static Type pointer(DType pointee) { return Type{DType::Ptr, pointee, {}, {}, nullptr}; }
   static Type blockPointer(DType pointee, std::vector<int64_t> block) {
-    return Type{DType::BlockPtr, pointee, std::move(block), {}};
+    return Type{DType::BlockPtr, pointee, std::move(block), {}, nullptr};
   }
 
   bool isTensor() const { return !shape.empty(); }
   bool isScalar() const { return shape.empty(); }
   int64_t numel() const;
   int rank() const { return (int)shape.size(); }
-  // The same element type with another shape (empty: the scalar).
+  // The same element type with another shape (empty: the scalar), no encoding.
   Type withShape(std::vector<int64_t> s) const;
+  Type withEncoding(std::shared_ptr<const Encoding> e) const;
+  bool sameEncoding(const Type &o) const {
+    return encoding == o.encoding || (encoding && o.encoding && encoding->equals(*o.encoding));
+  }
   Type element() const { return withShape({}); }
   // The same shape with another element dtype (not a pointer).
   Type withDType(DType d) const;
@@ -80,7 +98,7 @@ struct Type {
   bool operator!=(const Type &o) const { return !(*this == o); }
 
   // Text form: i32, !ptr<f32>, !blockptr<f16, 64x64>, tensor<128x64xf32>,
-  // tensor<128x!ptr<f32>>.
+  // tensor<128x!ptr<f32>>, tensor<64x64xf32, #mma<...>>.
   std::string str() const;
 };
 

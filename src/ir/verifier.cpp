@@ -362,6 +362,15 @@ void checkWhile(const Op &op) {
           op, "while's yield must match its init types");
 }
 
+// GPU-level ops appear only on a backend's copy (verify(fn, true)).
+thread_local bool gpuLevel = false;
+
+void checkConvertLayout(const Op &op) {
+  require(gpuLevel, op, "a GPU-level op in portable Tile IR");
+  require(op.operand(0)->type == op.result()->type && op.result()->type.encoding, op,
+          "convert_layout keeps the type and gives it an encoding");
+}
+
 void checkAssert(const Op &op) {
   require(isI1(op.operand(0)->type), op, "assert's operand must be i1");
 }
@@ -431,6 +440,8 @@ void checkOp(const Op &op) {
     return checkWhile(op);
   case OpKind::Assert:
     return checkAssert(op);
+  case OpKind::ConvertLayout:
+    return checkConvertLayout(op);
   // Fully covered by the table's rules (arithmetic, math) or free-form.
   case OpKind::Add:
   case OpKind::Sub:
@@ -552,10 +563,17 @@ void Verifier::checkBlock(const Block &block, const Op *parent) {
 
 } // namespace
 
-void verify(const Function &fn) {
+void verify(const Function &fn, bool gpu) {
   if (!fn.body)
     broken("function has no body", "@" + fn.name);
-  Verifier().checkBlock(*fn.body, nullptr);
+  gpuLevel = gpu;
+  try {
+    Verifier().checkBlock(*fn.body, nullptr);
+  } catch (...) {
+    gpuLevel = false;
+    throw;
+  }
+  gpuLevel = false;
 }
 
 } // namespace tilec

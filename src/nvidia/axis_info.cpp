@@ -147,6 +147,8 @@ private:
       AxisInfo s = get(op.operand(0));
       return uniform(t, s.divisibility[0]);
     }
+    case OpKind::ConvertLayout: // the same values, elsewhere
+      return get(op.operand(0));
     case OpKind::Broadcast: {
       AxisInfo s = get(op.operand(0));
       const Type &st = op.operand(0)->type;

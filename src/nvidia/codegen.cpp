@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "cpu/numerics.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "nvidia/assign_layouts.h"
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -151,6 +154,7 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::ExpandDims:
   case OpKind::Reshape:
   case OpKind::Trans:
+  case OpKind::ConvertLayout:
     lowerShape(op);
     return;
   case OpKind::Cast:
@@ -348,7 +352,14 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
   if (archNumber(opts.arch) < 80)
     throw std::invalid_argument("target " + opts.arch +
                                 " is not supported: tilec needs sm_80 or newer");
-  return Lowering(fn, opts).run();
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes below rewrite the copy
+  assignLayouts(*gpu, opts);
+  verify(*gpu, /*gpuLevel=*/true);
+  PtxKernel out = Lowering(*gpu, opts).run();
+  out.gpuIr = printFunction(*gpu);
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 } // namespace tilec::nvidia

@@ -24,6 +24,7 @@ enum class ParamKind { U32, U64, F32, F64 };
 struct PtxKernel {
   std::string name;
   std::string ptx;
+  std::string gpuIr; // the kernel after the GPU layout passes, with encodings and GPU ops
   std::vector<ParamKind> params; // one per runtime argument of the kernel
   int numThreads = 128;
   int sharedBytes = 0; // dynamic shared memory the launch must give

@@ -289,6 +289,20 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
   return map;
 }
 
+std::string LayoutEncoding::str() const {
+  std::string text = layout.str(); // #linear<...>
+  return "#" + kind + text.substr(text.find('<'));
+}
+
+bool LayoutEncoding::equals(const Encoding &o) const {
+  auto *other = dynamic_cast<const LayoutEncoding *>(&o);
+  return other && other->kind == kind && other->layout == layout;
+}
+
+const LayoutEncoding *layoutEncoding(const Type &t) {
+  return dynamic_cast<const LayoutEncoding *>(t.encoding.get());
+}
+
 SharedTile sharedTile(int64_t rows, int64_t rowBytes) {
   if (rows < 1 || rowBytes < 16 || (rows & (rows - 1)) || (rowBytes & (rowBytes - 1)))
     throw std::logic_error("shared tile of " + std::to_string(rows) + " rows of " +

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/types.h"
+
 namespace tilec::nvidia {
 
 using Coords = std::vector<int64_t>;
@@ -59,6 +61,19 @@ LinearLayout reshapeLayout(const LinearLayout &l, const std::vector<int64_t> &sh
 // `src` (after size-1 dims of src are broadcast), the source register each
 // destination register takes; empty when data must move between threads.
 std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLayout &dst);
+
+// A linear layout as a tensor type's encoding: `kind` says which unit it
+// feeds ("mma": mma.sync's accumulator, "wgmma": the warpgroup MMA's).
+// Printed #mma<...> or #wgmma<...> with the layout's bases.
+struct LayoutEncoding : Encoding {
+  LayoutEncoding(std::string k, LinearLayout l) : kind(std::move(k)), layout(std::move(l)) {}
+  std::string kind;
+  LinearLayout layout;
+  std::string str() const override;
+  bool equals(const Encoding &o) const override;
+};
+// The type's encoding if it is a LayoutEncoding, else null.
+const LayoutEncoding *layoutEncoding(const Type &t);
 
 // A 2-D tile in shared memory as ldmatrix and wgmma read it, a linear map
 // over GF(2) like the layouts above: from the bits of (row, byte in the row)

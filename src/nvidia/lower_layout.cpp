@@ -444,6 +444,12 @@ void Lowering::lowerShape(const Op &op) {
     bind(op.result(), TVal{intern(transLayout(*src.layout, op.intsAttr("order"))), src.regs});
     return;
   }
+  case OpKind::ConvertLayout: {
+    const LayoutEncoding *e = layoutEncoding(t);
+    TILEC_ASSERT(e, "convert_layout to a type without a layout encoding");
+    bind(op.result(), convert(val(op.operand(0)), t.dtype, intern(e->layout)));
+    return;
+  }
   default:
     TILEC_ASSERT(false, "lowerShape got a non-shape op");
   }

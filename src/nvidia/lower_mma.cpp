@@ -91,20 +91,34 @@ OperandTiles operandTiles(const Op &dot) {
   return t;
 }
 
-const LinearLayout *Lowering::mmaLayout(const Op &dot) {
-  if (const LinearLayout *l = wgmmaLayout(dot))
-    return l;
+std::shared_ptr<const LayoutEncoding> accumulatorEncoding(const Op &dot, const GpuOptions &opts) {
+  if (std::optional<LinearLayout> l = wgmmaAccumulatorLayout(dot, opts))
+    return std::make_shared<LayoutEncoding>("wgmma", *l);
   const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
   if (at.rank() != 2)
     return nullptr;
-  MmaKind k = mmaKindOf(at.dtype, bt.dtype, rt.dtype, dot.strAttr("input_precision"), arch);
+  MmaKind k = mmaKindOf(at.dtype, bt.dtype, rt.dtype, dot.strAttr("input_precision"),
+                        archNumber(opts.arch));
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
   if (!k.shape || M % 16 || N % 8 || K % k.kInst)
     return nullptr;
-  return intern(accumulatorLayout(tile(M, N, K, opts.numWarps), opts.numWarps));
+  return std::make_shared<LayoutEncoding>(
+      "mma", accumulatorLayout(tile(M, N, K, opts.numWarps), opts.numWarps));
+}
+
+const LinearLayout *Lowering::mmaLayout(const Op &dot) {
+  const LayoutEncoding *e = layoutEncoding(dot.result()->type); // set by assignLayouts
+  return e ? intern(e->layout) : nullptr;
+}
+
+const LinearLayout *Lowering::wgmmaLayout(const Op &dot) {
+  const LayoutEncoding *e = layoutEncoding(dot.result()->type);
+  return e && e->kind == "wgmma" ? intern(e->layout) : nullptr;
 }
 
 const LinearLayout *Lowering::preferredLayout(const Value *v, int depth) {
+  if (const LayoutEncoding *e = layoutEncoding(v->type))
+    return intern(e->layout);
   const Op *def = v->def;
   if (!def || depth > 8)
     return nullptr;

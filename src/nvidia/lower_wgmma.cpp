@@ -66,9 +66,11 @@ int swizzleMode(int swizzle) { return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3
 
 } // namespace
 
-const LinearLayout *Lowering::wgmmaLayout(const Op &dot) {
+std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptions &opts) {
   WgmmaTiling t = wgmmaTiling(dot, opts);
-  return t.M ? intern(wgmmaAccumulator(t)) : nullptr;
+  if (!t.M)
+    return std::nullopt;
+  return wgmmaAccumulator(t);
 }
 
 void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "nvidia/axis_info.h"
@@ -66,6 +67,12 @@ struct OperandTiles {
   bool bKRows = true;
 };
 OperandTiles operandTiles(const Op &dot);
+
+// The accumulator layout a dot gets on the tensor cores of this target:
+// wgmma's (sm_90a, f16/bf16, shapes it takes), else mma.sync's; null for the
+// FMA path. Decided once, by assignLayouts, which puts it in the dot's type.
+std::shared_ptr<const LayoutEncoding> accumulatorEncoding(const Op &dot, const GpuOptions &opts);
+std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptions &opts);
 
 class Lowering;
 // An f32 rounded to tf32 as the CPU backend rounds it: nearest, ties to even.
@@ -198,12 +205,12 @@ public:
   void lowerReduce(const Op &op);
   void lowerCumSum(const Op &op);
   void lowerDot(const Op &op);
-  // Tensor cores (lower_mma.cpp): the accumulator layout when mma.sync can
-  // run this dot, else null; and the lowering itself.
+  // Tensor cores (lower_mma.cpp): the accumulator layout of a dot that runs
+  // there (its type's encoding), else null; and the lowering itself.
   const LinearLayout *mmaLayout(const Op &dot);
   void lowerMma(const Op &op, const LinearLayout *acc);
-  // Hopper's warpgroup MMA (lower_wgmma.cpp): its accumulator layout when
-  // wgmma can run this dot (sm_90a, f16/bf16), else null; the lowering.
+  // Hopper's warpgroup MMA (lower_wgmma.cpp): the accumulator layout of a
+  // dot that runs there, else null; the lowering.
   const LinearLayout *wgmmaLayout(const Op &dot);
   void lowerWgmma(const Op &op, const LinearLayout *acc);
   // Shared by both: the accumulator copied into fresh f32 (s32) registers of

@@ -22,6 +22,7 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   out->name = ptx.name;
   out->arch = options.arch;
   out->ptx = std::move(ptx.ptx);
+  out->gpuIr = std::move(ptx.gpuIr);
   out->params = std::move(ptx.params);
   out->numThreads = ptx.numThreads;
   out->sharedBytes = ptx.sharedBytes;
@@ -46,7 +47,7 @@ namespace {
 // Names the layout of the fields below; bump it when they change. (The cache
 // key holds a hash of the compiler's binary too, so an entry from another
 // build is never read; this only guards against reading arbitrary bytes.)
-constexpr const char *kFormat = "tilec-gpu-kernel-2";
+constexpr const char *kFormat = "tilec-gpu-kernel-3";
 
 char paramCode(nvidia::ParamKind kind) {
   switch (kind) {
@@ -152,6 +153,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"name", k.name},
       {"arch", k.arch},
       {"ptx", k.ptx},
+      {"gpu_ir", k.gpuIr},
       {"cubin", k.cubin},
       {"assembler", k.assembler},
       {"params", params},
@@ -209,6 +211,7 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
   k->name = f["name"];
   k->arch = f["arch"];
   k->ptx = f["ptx"];
+  k->gpuIr = f["gpu_ir"];
   k->cubin = f["cubin"];
   k->assembler = f["assembler"];
   o.arch = f["options.arch"];

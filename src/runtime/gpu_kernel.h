@@ -21,6 +21,7 @@ struct Kernel;
 
 struct GpuKernel {
   std::string name, arch, ptx, cubin, assembler; // assembler: ptxas, nvJitLink or "" (driver JIT)
+  std::string gpuIr; // Tile IR after the GPU layout passes (asm["tilegpu"])
   std::vector<nvidia::ParamKind> params;
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
   nvidia::GpuOptions options;

@@ -55,7 +55,7 @@ SVal arange(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     l.error(call.span, "tl.arange()'s range must be a power of 2, got " + std::to_string(n));
   if (start < INT32_MIN || end > INT32_MAX)
     l.error(call.span, "tl.arange() bounds must fit in int32");
-  Op *op = l.b_.create(OpKind::MakeRange, {}, {Type{DType::I32, DType::I32, {}, {n}}});
+  Op *op = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({n})});
   op->setAttr("start", start);
   op->setAttr("end", end);
   return SVal::tensor(op->result());
