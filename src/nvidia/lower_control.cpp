@@ -27,13 +27,22 @@ TVal copyInto(Lowering &L, const TVal &v, DType d) {
 static void parallelMove(Lowering &L, const std::vector<TVal> &targets,
                          const std::vector<const Value *> &values) {
   std::vector<TVal> staged;
+  std::vector<bool> inPlace; // already in the target's registers (an accumulator wgmma updates)
   for (size_t k = 0; k < values.size(); ++k) {
+    const TVal &now = L.val(values[k]);
+    inPlace.push_back(now.layout == targets[k].layout && now.regs == targets[k].regs);
+    if (inPlace.back()) {
+      staged.emplace_back();
+      continue;
+    }
     DType d = values[k]->type.dtype;
     TVal v = targets[k].isTensor() ? L.convert(L.val(values[k]), d, targets[k].layout)
                                    : L.val(values[k]);
     staged.push_back(copyInto(L, v, d));
   }
   for (size_t k = 0; k < values.size(); ++k) {
+    if (inPlace[k])
+      continue;
     RegClass rc = regClassOf(values[k]->type.dtype);
     for (size_t r = 0; r < targets[k].regs.size(); ++r)
       L.b.emit(moveInstr(rc) + " " + targets[k].regs[r] + ", " + staged[k].regs[r]);

@@ -80,7 +80,10 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   OperandTiles tiles = operandTiles(op);
   b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
 
-  std::vector<std::string> acc = accumulatorRegisters(op, accLayout, false);
+  Pipeline *async = asyncPipeline(op);
+  // In a pipelined loop the accumulator stays where the loop carries it.
+  std::vector<std::string> acc =
+      async ? val(op.operand(2)).regs : accumulatorRegisters(op, accLayout, false);
   std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
   stageOperands(op, tiles, aBase, bBase, false);
 
@@ -130,7 +133,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
                ", 1, 1, 0, 1");
       }
   b.emit("wgmma.commit_group.sync.aligned");
-  b.emit("wgmma.wait_group.sync.aligned 0");
+  // Asynchronous: the previous iteration's group is done (its slot may be
+  // refilled); this one runs on while the loop goes on.
+  b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
   bindAccumulator(op, accLayout, acc, false);
 }
 

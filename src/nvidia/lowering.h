@@ -55,6 +55,11 @@ struct Pipeline {
   const Op *dot = nullptr;
   PipelinedLoad loads[2]; // A and B
   int stages = 0;
+  // wgmma runs asynchronously across iterations: it updates the loop-carried
+  // accumulator in place, waits only for the previous iteration's group, and
+  // the next stage's copies are issued at the end of the iteration, once
+  // every warpgroup is done reading the slot they overwrite.
+  bool asyncDot = false;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
   bool waited = false;
@@ -229,6 +234,8 @@ public:
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
+  // The pipeline whose asynchronous dot `dot` is, if any.
+  Pipeline *asyncPipeline(const Op &dot);
   void endPipeline(Pipeline &p);
   // The start of dynamic shared memory, where pipeline stages live; the
   // scratch (sharedBase) follows them.

@@ -101,6 +101,13 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     }
     if (!copyable)
       continue;
+    // An accumulator the loop carries through this dot alone can stay in the
+    // tensor cores across iterations.
+    const Value *acc = dot.operand(2);
+    UseCounts uses = countUses(body);
+    p->asyncDot = wgmmaLayout(dot) && acc->owner == &body && acc->index > 0 &&
+                  body.terminator()->operand(acc->index - 1) == dot.result() &&
+                  uses[acc] == 1 && uses[dot.result()] == 1;
     p->loads[1].offset = p->loads[0].slotBytes * p->stages;
     p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
     return p;
@@ -196,6 +203,18 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   p.step = step;
 }
 
+// Copies the tiles num_stages-1 iterations ahead of `iv` into the write slot.
+static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
+  std::string ahead = L.opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
+  std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
+  issueCopies(L, p, p.writeSlot, valid);
+  for (PipelinedLoad &l : p.loads) {
+    TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
+    for (size_t r = 0; r < moved.regs.size(); r += l.vec)
+      moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
+  }
+}
+
 // At the first pipelined load of an iteration: wait for this iteration's
 // stage, then start copying the stage num_stages-1 iterations ahead.
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
@@ -204,14 +223,8 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     if (wgmmaLayout(*p.dot)) // wgmma reads through the async proxy
       b.emit("fence.proxy.async.shared::cta");
     barrier();
-    std::string ahead = opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
-    std::string valid = opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
-    issueCopies(*this, p, p.writeSlot, valid);
-    for (PipelinedLoad &l : p.loads) {
-      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype, l.vec);
-      for (size_t r = 0; r < moved.regs.size(); r += l.vec)
-        moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
-    }
+    if (!p.asyncDot)
+      issueAhead(*this, p, iv);
     p.waited = true;
   }
   for (PipelinedLoad &l : p.loads) {
@@ -226,7 +239,19 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
   }
 }
 
+Pipeline *Lowering::asyncPipeline(const Op &dot) {
+  const Op *a = dot.operand(0)->def;
+  auto it = a ? pipelinedLoads.find(a) : pipelinedLoads.end();
+  return it != pipelinedLoads.end() && it->second->asyncDot && it->second->dot == &dot
+             ? it->second
+             : nullptr;
+}
+
 void Lowering::endIteration(Pipeline &p) {
+  if (p.asyncDot) { // every warpgroup's previous group is done: its slot is free
+    barrier();
+    issueAhead(*this, p, p.iv);
+  }
   for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
     std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
     std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
@@ -236,6 +261,8 @@ void Lowering::endIteration(Pipeline &p) {
 }
 
 void Lowering::endPipeline(Pipeline &p) {
+  if (p.asyncDot)
+    b.emit("wgmma.wait_group.sync.aligned 0");
   b.emit("cp.async.wait_group 0");
   barrier();
   (void)p;
