@@ -77,6 +77,22 @@ def looped_dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
 
 
+@needs_ptxas
+def test_the_tutorial_k_loop_is_pipelined():
+    """Loads masked by the induction variable (the K tail) are pipelined too."""
+    from test_ops import tutorial_matmul_kernel
+    sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}
+    sig.update({n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")})
+    k = tilec.compile(tutorial_matmul_kernel, signature=sig,
+                      constexprs={"BM": 128, "BN": 128, "BK": 32, "stride_ak": 1, "stride_bn": 1,
+                                  "stride_cn": 1},
+                      target="sm_90a", num_warps=8, num_stages=3,
+                      divisible_by_16=["K", "stride_am", "stride_bk", "stride_cm"])
+    ptx = k.asm["ptx"]
+    assert ptx.count("cp.async.cg.shared.global") == 12  # 4 per stage: 2 ahead, 1 per iteration
+    assert "wgmma.wait_group.sync.aligned 1" in ptx and k.n_spills == 0
+
+
 @pytest.mark.parametrize("target,dtype,encoding", [("sm_90a", "*fp16", "#wgmma<"),
                                                    ("sm_80", "*fp16", "#mma<"),
                                                    ("sm_90a", "*fp32", "#mma<")])

@@ -2056,6 +2056,45 @@ def test_pointer_matmul_pipelined(rng, stages, dtype):
 
 
 @tilec.jit
+def tutorial_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                           stride_bn, stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("stages", [1, 3, 4])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("K", [200, 77])
+def test_tutorial_matmul_with_a_k_tail(rng, stages, dtype, K):
+    """Triton's tutorial loop: the K tail masked with the induction variable
+    (pipelined on the GPU, the mask computed again for each stage copied)."""
+    torch = pytest.importorskip("torch")
+    M, N = 128, 192
+    tdt = getattr(torch, dtype)
+    a = torch.from_numpy(nonzero(rng, (M, K))).to(tdt)
+    b = torch.from_numpy(nonzero(rng, (K, N))).to(tdt)
+    c = torch.zeros(M, N)
+    tutorial_matmul_kernel[(M // 64, N // 64)](a, b, c, M, N, K, *a.stride(), *b.stride(),
+                                               *c.stride(), BM=64, BN=64, BK=32,
+                                               num_stages=stages, num_warps=4)
+    ref = a.double() @ b.double()
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-4)
+
+
+@tilec.jit
 def batched_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr):
     rb = tl.arange(0, BB)[:, None, None]

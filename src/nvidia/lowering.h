@@ -45,6 +45,7 @@ struct PipelinedLoad {
   const Op *load = nullptr;
   int carried = 0;              // which loop-carried value is its pointer
   const Value *delta = nullptr; // what the loop adds to the pointer each iteration
+  std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
   SharedTile tile;                 // as the dot reads it (operandTiles)
   int64_t slotBytes = 0, offset = 0; // one stage's bytes; the first stage's place
   int bytes = 0, vec = 1; // element bytes; elements per copy
@@ -62,6 +63,7 @@ struct Pipeline {
   bool asyncDot = false;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
+  const Value *ivValue = nullptr; // the loop's induction variable
   bool waited = false;
 };
 
@@ -234,6 +236,11 @@ public:
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
+  // `v` as it is at another iteration: the ops of `slice` (v's computation
+  // in the loop body) lowered again with `ivValue` bound to register `iv`;
+  // the bindings of the current iteration are kept.
+  TVal valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
+               const std::string &iv);
   // The pipeline whose asynchronous dot `dot` is, if any.
   Pipeline *asyncPipeline(const Op &dot);
   void endPipeline(Pipeline &p);

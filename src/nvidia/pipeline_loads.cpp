@@ -7,6 +7,7 @@
 // pointer advanced by a loop-invariant offset, with no mask or a
 // loop-invariant one, and feed one dot that runs on mma.sync; B of 16-bit
 // types (copied as [K][N], read with ldmatrix.trans). Other loops run as written.
+#include <algorithm>
 #include <unordered_set>
 
 #include "nvidia/lowering.h"
@@ -26,6 +27,30 @@ bool definedInside(const Block &body, const Value *v) {
   return inside;
 }
 
+// The ops of `body` that `v` is computed from, in body order, when `v`
+// depends on the iteration only through the induction variable and through
+// cheap pure ops (ranges, splats, broadcasts, elementwise math), so that it
+// can be computed again for a later iteration. False otherwise.
+bool inductionSlice(const Block &body, const Value *v, std::vector<const Op *> &slice) {
+  if (v->owner == &body)
+    return v->index == 0; // the induction variable; not a carried value
+  if (!definedInside(body, v))
+    return true; // loop-invariant
+  const Op *def = v->def;
+  bool cheap = def->has(PURE) && def->regions.empty() &&
+               (def->has(ELEMENTWISE) || def->kind == OpKind::Constant ||
+                def->kind == OpKind::Splat || def->kind == OpKind::Broadcast ||
+                def->kind == OpKind::ExpandDims || def->kind == OpKind::MakeRange);
+  if (!cheap || def->parent != &body)
+    return false;
+  for (const Value *operand : def->operands)
+    if (!inductionSlice(body, operand, slice))
+      return false;
+  if (std::find(slice.begin(), slice.end(), def) == slice.end())
+    slice.push_back(def); // after its operands' ops: body order
+  return true;
+}
+
 } // namespace
 
 // Whether `load` (in `body` of loop `op`) can be pipelined; fills `s`.
@@ -38,8 +63,10 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
       carried = (int)k - 1;
   if (carried < 0 || !ptr->type.isTensor() || ptr->type.rank() != 2)
     return false;
-  if (load.operands.size() > 1 && definedInside(body, load.operand(1)))
-    return false; // a mask that changes with the iteration
+  // A mask that changes with the iteration only through the induction
+  // variable (rk < K - k * BLOCK_K) is computed again for the iteration copied.
+  if (load.operands.size() > 1 && !inductionSlice(body, load.operand(1), s.maskSlice))
+    return false;
   if (load.operands.size() > 2 && !isZeroConstant(load.operand(2)))
     return false;
   const Op *next = body.terminator()->operand(carried)->def;
@@ -115,9 +142,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   return nullptr;
 }
 
-// Issues the copies of one iteration's tiles into stage `slot`, each
-// zero-filled where `valid` (or the load's mask) is false.
-static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
+// Issues the copies of the tiles of the iteration at `iv` into stage `slot`,
+// each zero-filled where `valid` (or the load's mask there) is false.
+static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
                         const std::string &valid) {
   for (PipelinedLoad &l : p.loads) {
     const TVal &ptr = l.next;
@@ -128,7 +155,7 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot,
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
     TVal mask;
     if (l.load->operands.size() > 1)
-      mask = L.convert(L.val(l.load->operand(1)), DType::I1, lay);
+      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv), DType::I1, lay);
     Lowering::TileThread th = L.tileThread(lay, l.tile, l.bytes);
     std::map<std::pair<std::string, int64_t>, std::string> cache;
     for (int g = 0; g < lay->numRegs(); g += vec) {
@@ -172,6 +199,7 @@ static void moveInto(Lowering &L, const std::string &dst, const std::string &src
 
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
   needPipelineShared(p.totalBytes);
+  p.ivValue = forOp.regions[0]->args[0].get();
   std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
   int64_t step = forOp.operand(2)->def->intAttr("value");
   b.comment("pipelined loads: " + std::to_string(p.stages) + " stages");
@@ -188,7 +216,7 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
-    issueCopies(*this, p, imm(s), valid);
+    issueCopies(*this, p, imm(s), iv, valid);
     for (PipelinedLoad &l : p.loads) {
       TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype, l.vec);
       for (size_t r = 0; r < moved.regs.size(); r += l.vec)
@@ -207,7 +235,7 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
 static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
   std::string ahead = L.opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
   std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
-  issueCopies(L, p, p.writeSlot, valid);
+  issueCopies(L, p, p.writeSlot, ahead, valid);
   for (PipelinedLoad &l : p.loads) {
     TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
     for (size_t r = 0; r < moved.regs.size(); r += l.vec)
@@ -237,6 +265,33 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     resident.sharedTile = base;
     bind(load.result(), resident);
   }
+}
+
+TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
+                       const std::string &iv) {
+  if (slice.empty())
+    return val(v);
+  std::vector<const Value *> rebound{ivValue};
+  for (const Op *op : slice)
+    rebound.push_back(op->result());
+  std::vector<std::optional<TVal>> saved;
+  for (const Value *r : rebound) {
+    auto it = values_.find(r);
+    saved.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
+  }
+  bind(ivValue, TVal{nullptr, {iv}});
+  enterRegion(); // no value recomputed for the current iteration may be reused
+  for (const Op *op : slice)
+    lowerOp(*op);
+  TVal out = val(v);
+  for (size_t k = 0; k < rebound.size(); ++k) {
+    if (saved[k])
+      values_[rebound[k]] = *saved[k];
+    else
+      values_.erase(rebound[k]);
+  }
+  enterRegion();
+  return out;
 }
 
 Pipeline *Lowering::asyncPipeline(const Op &dot) {
