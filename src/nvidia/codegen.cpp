@@ -105,7 +105,8 @@ std::string Lowering::constantReg(DType d, double fv, int64_t iv) {
 
 void Lowering::lowerBlock(const Block &block) {
   for (auto &op : block.ops)
-    lowerOp(*op);
+    if (!skipped.count(op.get()))
+      lowerOp(*op);
 }
 
 // Whether an op converts to or from fp8 (sm_89's cvt does; bit moves do not).

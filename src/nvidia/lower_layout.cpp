@@ -348,11 +348,14 @@ static LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64
 }
 
 TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
-  const TVal &cur = val(v);
   DType d = v->type.dtype;
-  if (!cur.isTensor() || cur.uniform || *cur.layout == *to ||
-      !registerOnlyConversion(*cur.layout, *to).empty() || !rematerializable(v))
-    return convert(cur, d, to);
+  // An unbound value (being computed for another iteration: valueAt) is computed here.
+  if (values_.count(v) || !rematerializable(v)) {
+    const TVal &cur = val(v);
+    if (!cur.isTensor() || cur.uniform || *cur.layout == *to ||
+        !registerOnlyConversion(*cur.layout, *to).empty() || !rematerializable(v))
+      return convert(cur, d, to);
+  }
   auto key = std::make_pair(v, to);
   if (auto it = materialized_.find(key); it != materialized_.end())
     return it->second;

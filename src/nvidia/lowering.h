@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "nvidia/axis_info.h"
@@ -236,11 +237,12 @@ public:
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
-  // `v` as it is at another iteration: the ops of `slice` (v's computation
-  // in the loop body) lowered again with `ivValue` bound to register `iv`;
-  // the bindings of the current iteration are kept.
+  // `v` as it is at another iteration, in layout `want` where it can be
+  // recomputed there: the ops of `slice` (v's computation in the loop body)
+  // lowered again with `ivValue` bound to register `iv`; the bindings of the
+  // current iteration are kept.
   TVal valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
-               const std::string &iv);
+               const std::string &iv, const LinearLayout *want);
   // The pipeline whose asynchronous dot `dot` is, if any.
   Pipeline *asyncPipeline(const Op &dot);
   void endPipeline(Pipeline &p);
@@ -249,6 +251,9 @@ public:
   std::string pipelineBase();
   void needPipelineShared(int64_t bytes);
   std::map<const Op *, Pipeline *> pipelinedLoads;
+  // Ops lowerBlock passes over: they only feed the masks of pipelined loads.
+  std::set<const Op *> skipped;
+  void skipDeadMasks(const Pipeline &p, const Block &body);
   // The layout a value would like to have (a dot's accumulator), if any.
   const LinearLayout *preferredLayout(const Value *v, int depth = 0);
   void lowerFor(const Op &op);

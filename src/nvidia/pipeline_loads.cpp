@@ -81,6 +81,25 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   return true;
 }
 
+// The loads a pipeline copies ignore their masks in the body (each copy
+// computes its own, valueAt): ops that only feed those masks are not lowered
+// there (a layout conversion of a dead mask would still cost barriers).
+void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
+  std::map<const Value *, std::vector<const Op *>> users;
+  walk(const_cast<Block &>(body), [&](Op *op) {
+    for (const Value *v : op->operands)
+      users[v].push_back(op);
+  });
+  for (const PipelinedLoad &l : p.loads)
+    for (auto it = l.maskSlice.rbegin(); it != l.maskSlice.rend(); ++it) {
+      bool dead = true;
+      for (const Op *user : users[(*it)->result()])
+        dead &= user == p.loads[0].load || user == p.loads[1].load || skipped.count(user);
+      if (dead)
+        skipped.insert(*it);
+    }
+}
+
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                                                  const std::vector<TVal> &carried) {
   if (opts.numStages < 2)
@@ -137,6 +156,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                   uses[acc] == 1 && uses[dot.result()] == 1;
     p->loads[1].offset = p->loads[0].slotBytes * p->stages;
     p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
+    skipDeadMasks(*p, body);
     return p;
   }
   return nullptr;
@@ -155,7 +175,8 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
     TVal mask;
     if (l.load->operands.size() > 1)
-      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv), DType::I1, lay);
+      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay), DType::I1,
+                       lay);
     Lowering::TileThread th = L.tileThread(lay, l.tile, l.bytes);
     std::map<std::pair<std::string, int64_t>, std::string> cache;
     for (int g = 0; g < lay->numRegs(); g += vec) {
@@ -268,7 +289,7 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
 }
 
 TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
-                       const std::string &iv) {
+                       const std::string &iv, const LinearLayout *want) {
   if (slice.empty())
     return val(v);
   std::vector<const Value *> rebound{ivValue};
@@ -281,9 +302,17 @@ TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, con
   }
   bind(ivValue, TVal{nullptr, {iv}});
   enterRegion(); // no value recomputed for the current iteration may be reused
-  for (const Op *op : slice)
-    lowerOp(*op);
-  TVal out = val(v);
+  // The scalars first; the tensor is then recomputed straight in `want`
+  // (lowering its ops in their own layouts could move it through shared memory).
+  bool direct = want && v->type.isTensor() && rematerializable(v);
+  for (const Op *op : slice) {
+    bool uniform = op->kind == OpKind::Splat || op->kind == OpKind::Constant;
+    if (!direct || !op->result()->type.isTensor() || uniform)
+      lowerOp(*op);
+    else
+      values_.erase(op->result()); // recomputed by materialize, for this iteration
+  }
+  TVal out = direct ? materialize(v, want) : val(v);
   for (size_t k = 0; k < rebound.size(); ++k) {
     if (saved[k])
       values_[rebound[k]] = *saved[k];
