@@ -39,5 +39,14 @@ c = torch.empty(M, N, device=dev)
 matmul.matmul_kernel[(M // 64, N // 64)](a, bm, c, M, N, K, K, 1, N, 1, N, 1,
                                           BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
 assert torch.allclose(c, a @ bm, rtol=1e-2, atol=1e-1), (c - a @ bm).abs().max()
+
+# fp16 on the warpgroup tensor cores (sm_90a), pipelined, with a K tail
+M, N, K = 256, 256, 200
+a = torch.randn(M, K, device=dev, dtype=torch.float16)
+bm = torch.randn(K, N, device=dev, dtype=torch.float16)
+c = torch.empty(M, N, device=dev)
+matmul.matmul_kernel[(M // 128, N // 128)](a, bm, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=128,
+                                            BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
+assert torch.allclose(c, a.float() @ bm.float(), rtol=1e-3, atol=1e-2)
 torch.cuda.synchronize()
 print("ok")
