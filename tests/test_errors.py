@@ -300,3 +300,23 @@ def test_unsupported_argument_type():
 def test_bad_grid():
     with pytest.raises(ValueError, match="the grid must be 1 to 3 ints"):
         takes_two[(1, 2, 3, 4)](X, 1.0)
+
+
+@tilec.jit
+def bad_atomic_kernel(ptr, CASE: tl.constexpr):
+    if CASE == "and_float":
+        tl.atomic_and(ptr, 1.0)
+    elif CASE == "sem":
+        tl.atomic_add(ptr, 1, sem="strong")
+    else:
+        tl.atomic_max(ptr, 1, scope="block")
+
+
+@pytest.mark.parametrize("case,message", [
+    ("and_float", "tl.atomic_and() does not take f32 elements"),
+    ("sem", "sem must be one of 'relaxed', 'acquire', 'release', 'acq_rel', got 'strong'"),
+    ("scope", "scope must be one of 'cta', 'gpu', 'sys', got 'block'")])
+def test_atomic_errors_name_the_line(case, message):
+    with pytest.raises(tilec.CompilationError) as info:
+        bad_atomic_kernel[(1,)](np.zeros(4, np.float32), CASE=case)
+    assert message in str(info.value)

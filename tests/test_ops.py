@@ -2598,3 +2598,170 @@ def test_compat_triton_alias(rng, monkeypatch):
     out = np.zeros(n, np.float32)
     scale_kernel[(triton.cdiv(n, 16),)](x, out, n, BLOCK=16)
     np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2, rtol=2e-6)
+
+
+# --- atomics
+
+
+@tilec.jit
+def atomic_bins_kernel(x_ptr, bins_ptr, old_ptr, n, NBINS: tl.constexpr, KIND: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    target = bins_ptr + offs % NBINS
+    if KIND == "add":
+        old = tl.atomic_add(target, x, mask=m)
+    elif KIND == "max":
+        old = tl.atomic_max(target, x, mask=m)
+    elif KIND == "min":
+        old = tl.atomic_min(target, x, mask=m)
+    elif KIND == "and":
+        old = tl.atomic_and(target, x, mask=m)
+    elif KIND == "or":
+        old = tl.atomic_or(target, x, mask=m)
+    else:
+        old = tl.atomic_xor(target, x, mask=m)
+    tl.store(old_ptr + offs, old, mask=m)
+
+
+def _reduce_into(kind, bins, x):
+    out = bins.copy()
+    ufunc = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and,
+             "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+    ufunc.at(out, np.arange(len(x)) % len(bins), x)
+    return out
+
+
+@pytest.mark.parametrize("kind,dtype", [
+    ("add", np.int32), ("add", np.uint32), ("add", np.int64), ("add", np.float32),
+    ("add", np.float64), ("max", np.int32), ("max", np.uint32), ("max", np.float32),
+    ("max", np.int64), ("min", np.int32), ("min", np.float32), ("min", np.float64),
+    ("and", np.int32), ("or", np.uint32), ("xor", np.int64)])
+def test_atomics_many_programs_into_few_bins(rng, kind, dtype):
+    """1000 elements from 8 programs updating 7 bins: every update lands once."""
+    n, nbins = 1000, 7
+    if np.issubdtype(dtype, np.floating):
+        x = (rng.standard_normal(n) * 4).astype(dtype)
+        if kind == "add":  # exact in any order: small integers
+            x = np.round(x).astype(dtype)
+        bins = (rng.standard_normal(nbins) * 4).astype(dtype)
+    elif kind in ("and", "or", "xor"):
+        x = full_range(rng, n, dtype)
+        bins = full_range(rng, nbins, dtype)
+    else:
+        x = nonzero_int(rng, n, dtype, high=1000)
+        bins = nonzero_int(rng, nbins, dtype, high=1000)
+    out, old = bins.copy(), np.zeros(n, dtype)
+    atomic_bins_kernel[(tilec.cdiv(n, 128),)](x, out, old, n, NBINS=nbins, KIND=kind, BLOCK=128)
+    np.testing.assert_array_equal(out, _reduce_into(kind, bins, x))
+    # each old value is the bin's value before that update: a bin's own initial value
+    # is one of them (where a first update happened), and all are bin values in range
+    if kind in ("max", "min"):
+        for b in range(nbins):
+            olds = old[np.arange(n) % nbins == b]
+            assert (olds <= out[b]).all() if kind == "max" else (olds >= out[b]).all()
+
+
+@tilec.jit
+def atomic_fp16_add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(out_ptr + offs % 3, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def test_atomic_add_fp16(rng):
+    n = 300
+    x = rng.integers(-4, 5, size=n).astype(np.float16)  # sums stay exact in fp16
+    out = np.zeros(3, np.float16)
+    atomic_fp16_add_kernel[(tilec.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    ref = np.zeros(3, np.float64)
+    np.add.at(ref, np.arange(n) % 3, x.astype(np.float64))
+    np.testing.assert_array_equal(out, ref.astype(np.float16))
+
+
+@tilec.jit
+def ticket_kernel(counter_ptr, out_ptr):
+    t = tl.atomic_add(counter_ptr, 1)  # a scalar atomic: once per program
+    tl.store(out_ptr + tl.program_id(0), t)
+
+
+def test_scalar_atomic_add_hands_out_tickets():
+    counter, out = np.zeros(1, np.int32), np.full(37, -1, np.int32)
+    ticket_kernel[(37,)](counter, out)
+    assert counter[0] == 37
+    np.testing.assert_array_equal(np.sort(out), np.arange(37))
+
+
+@tilec.jit
+def xchg_kernel(ptr, vals_ptr, old_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    old = tl.atomic_xchg(ptr + offs, tl.load(vals_ptr + offs, mask=m), mask=m)
+    tl.store(old_ptr + offs, old, mask=m)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64, np.float64])
+def test_atomic_xchg_returns_the_old_values(rng, dtype):
+    n = 37
+    start, vals = nonzero(rng, n).astype(dtype), nonzero(rng, n).astype(dtype) + 3
+    buf, old = start.copy(), np.zeros(n, dtype)
+    xchg_kernel[(1,)](buf, vals, old, n, BLOCK=64)
+    np.testing.assert_array_equal(buf, vals)
+    np.testing.assert_array_equal(old, start)
+
+
+@tilec.jit
+def cas_kernel(ptr, cmp_ptr, vals_ptr, old_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    old = tl.atomic_cas(ptr + offs, tl.load(cmp_ptr + offs), tl.load(vals_ptr + offs))
+    tl.store(old_ptr + offs, old)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.float32, np.float16])
+def test_atomic_cas_swaps_where_equal(rng, dtype):
+    n = 32
+    start = np.arange(n).astype(dtype)
+    cmp = np.where(np.arange(n) % 3 == 0, start, start + 1).astype(dtype)
+    vals = (np.arange(n) + 100).astype(dtype)
+    buf, old = start.copy(), np.zeros(n, dtype)
+    cas_kernel[(1,)](buf, cmp, vals, old, BLOCK=n)
+    np.testing.assert_array_equal(buf, np.where(np.arange(n) % 3 == 0, vals, start))
+    np.testing.assert_array_equal(old, start)
+
+
+@tilec.jit
+def locked_increment_kernel(lock_ptr, count_ptr, log_ptr, BLOCK: tl.constexpr):
+    """A spin lock around a plain read-modify-write, as Triton's layer-norm
+    backward guards its partial sums."""
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    c = tl.load(count_ptr)
+    offs = tl.arange(0, BLOCK)
+    tl.store(log_ptr + c * BLOCK + offs, tl.load(log_ptr + c * BLOCK + offs) + c + offs)
+    tl.store(count_ptr, c + 1)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_spin_lock_with_atomic_cas_and_xchg():
+    programs, block = 40, 32
+    lock, count = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    log = np.zeros(programs * block, np.int32)
+    locked_increment_kernel[(programs,)](lock, count, log, BLOCK=block)
+    assert count[0] == programs and lock[0] == 0
+    ref = (np.arange(programs)[:, None] + np.arange(block)[None, :]).ravel()
+    np.testing.assert_array_equal(log, ref)
+
+
+@tilec.jit
+def atomic_sem_kernel(ptr, SEM: tl.constexpr, SCOPE: tl.constexpr):
+    tl.atomic_add(ptr + tl.arange(0, 16), 1, sem=SEM, scope=SCOPE)
+
+
+@pytest.mark.parametrize("sem,scope", [("relaxed", "gpu"), ("acquire", "cta"),
+                                       ("release", "sys"), ("acq_rel", "gpu")])
+def test_atomic_sem_and_scope(sem, scope):
+    buf = np.zeros(16, np.int32)
+    atomic_sem_kernel[(3,)](buf, SEM=sem, SCOPE=scope)
+    np.testing.assert_array_equal(buf, np.full(16, 3))

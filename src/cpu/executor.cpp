@@ -90,6 +90,7 @@ private:
   void execBitcast(const Op &op);
   void execLoad(const Op &op);
   void execStore(const Op &op);
+  void execAtomic(const Op &op);
   void execBlockAccess(const Op &op, bool isStore);
   void execReduce(const Op &op);
   void execCumSum(const Op &op);
@@ -482,6 +483,88 @@ void Program::execStore(const Op &op) {
     }
     writeElement(op, addr, vt.dtype, v, k);
   }
+}
+
+// One atomic update of the `bytes`-wide element at `addr` to f(old bits): a
+// compare-and-swap loop, so that every kind and width is atomic across the
+// programs running on other threads. Returns the old bits.
+template <typename U, typename F> uint64_t casLoop(uint64_t addr, F f) {
+  U *p = reinterpret_cast<U *>(addr);
+  U old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (!__atomic_compare_exchange_n(p, &old, (U)f((uint64_t)old), false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST)) {
+  }
+  return (uint64_t)old;
+}
+
+template <typename F> uint64_t atomicUpdate(uint64_t addr, int bytes, F f) {
+  switch (bytes) {
+  case 1:
+    return casLoop<uint8_t>(addr, f);
+  case 2:
+    return casLoop<uint16_t>(addr, f);
+  case 4:
+    return casLoop<uint32_t>(addr, f);
+  default:
+    return casLoop<uint64_t>(addr, f);
+  }
+}
+
+void Program::execAtomic(const Op &op) {
+  DType d = op.result()->type.dtype;
+  int bytes = dtypeBytes(d);
+  size_t n = op.result()->type.numel();
+  bool cas = op.kind == OpKind::AtomicCAS;
+  const Tile &ptr = val(op.operand(0)), &v = val(op.operand(cas ? 2 : 1));
+  const Tile *cmp = cas ? &val(op.operand(1)) : nullptr;
+  const Tile *mask = !cas && op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
+  std::string kind = cas ? "cas" : op.strAttr("kind");
+  bool fl = isFloat(d);
+  uint64_t widthMask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+  auto bitsOf = [&](const Tile &t, size_t k) {
+    return (fl ? floatToBits(t.f[k], d) : (uint64_t)t.i[k]) & widthMask;
+  };
+  Tile out;
+  if (fl)
+    out.f.assign(n, 0.0);
+  else
+    out.i.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (mask && !mask->i[k])
+      continue;
+    uint64_t addr = (uint64_t)ptr.i[k];
+    checkAccess(op, addr, bytes, true);
+    uint64_t operand = bitsOf(v, k);
+    // The new bits from the old ones, computed as the GPU does for each kind.
+    auto update = [&](uint64_t old) -> uint64_t {
+      if (kind == "xchg")
+        return operand;
+      if (kind == "cas")
+        return old == bitsOf(*cmp, k) ? operand : old;
+      if (kind == "and")
+        return old & operand;
+      if (kind == "or")
+        return old | operand;
+      if (kind == "xor")
+        return old ^ operand;
+      if (fl) {
+        double a = bitsToFloat(old, d), b = v.f[k];
+        double r = kind == "add" ? a + b : kind == "max" ? std::max(a, b) : std::min(a, b);
+        return floatToBits(r, d) & widthMask;
+      }
+      int64_t a = wrapInt((int64_t)old, d), b = v.i[k];
+      int64_t r = kind == "add"   ? (int64_t)((uint64_t)a + (uint64_t)b)
+                  : kind == "max" ? (lessThan(a, b, d) ? b : a)
+                                  : (lessThan(a, b, d) ? a : b);
+      return (uint64_t)r & widthMask;
+    };
+    uint64_t old = atomicUpdate(addr, bytes, update);
+    if (fl)
+      out.f[k] = bitsToFloat(old, d);
+    else
+      out.i[k] = wrapInt((int64_t)old, d);
+  }
+  val(op.result()) = std::move(out);
 }
 
 // A block pointer's tile holds [base, shape..., strides..., offsets...].
@@ -996,6 +1079,10 @@ void Program::exec(const Op &op) {
   case OpKind::Yield:
   case OpKind::Condition:
   case OpKind::Return:
+    return;
+  case OpKind::AtomicRMW:
+  case OpKind::AtomicCAS:
+    execAtomic(op);
     return;
   case OpKind::ConvertLayout: // GPU-level: only on a GPU backend's copy
     throw std::logic_error("GPU-level op " + std::string(op.info().mnemonic) +

@@ -261,6 +261,30 @@ void checkStore(const Op &op) {
           "store's mask is i1 shaped as ptr");
 }
 
+void checkAtomic(const Op &op) {
+  size_t n = op.operands.size();
+  bool cas = op.kind == OpKind::AtomicCAS;
+  require(cas || (n >= 2 && n <= 3), op, "atomic_rmw takes ptr, value [, mask]");
+  const Type &ptr = op.operand(0)->type;
+  require(ptr.dtype == DType::Ptr, op, "atomics update through a !ptr or a tensor of them");
+  for (size_t k = 1; k < (cas ? 3 : 2); ++k)
+    require(op.operand((int)k)->type == pointeeOf(ptr), op,
+            "an atomic's values are the pointee, shaped as ptr");
+  require(cas || n < 3 || op.operand(2)->type == ptr.withDType(DType::I1), op,
+          "an atomic's mask is i1 shaped as ptr");
+  require(op.result()->type == pointeeOf(ptr), op, "an atomic returns the old values");
+  static const char *const kinds[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
+  bool known = cas;
+  for (const char *k : kinds)
+    known |= op.strAttr("kind") == k;
+  require(known, op, "atomic_rmw's kind is add, max, min, and, or, xor or xchg");
+  std::string sem = op.strAttr("sem"), scope = op.strAttr("scope");
+  require(sem == "relaxed" || sem == "acquire" || sem == "release" || sem == "acq_rel", op,
+          "an atomic's sem is relaxed, acquire, release or acq_rel");
+  require(scope == "cta" || scope == "gpu" || scope == "sys", op,
+          "an atomic's scope is cta, gpu or sys");
+}
+
 void checkMakeBlockPtr(const Op &op) {
   const Type &out = op.result()->type;
   require(!op.operands.empty() && isScalarOf(op.operand(0)->type, DKind::Pointer) &&
@@ -415,6 +439,9 @@ void checkOp(const Op &op) {
     return checkLoad(op);
   case OpKind::Store:
     return checkStore(op);
+  case OpKind::AtomicRMW:
+  case OpKind::AtomicCAS:
+    return checkAtomic(op);
   case OpKind::MakeBlockPtr:
     return checkMakeBlockPtr(op);
   case OpKind::Advance:

@@ -103,6 +103,12 @@ std::string Lowering::constantReg(DType d, double fv, int64_t iv) {
   return "";
 }
 
+const UseCounts &Lowering::uses() {
+  if (!uses_)
+    uses_ = countUses(*fn.body);
+  return *uses_;
+}
+
 void Lowering::lowerBlock(const Block &block) {
   for (auto &op : block.ops)
     if (!skipped.count(op.get()))
@@ -213,6 +219,10 @@ void Lowering::lowerOp(const Op &op) {
       return;
     }
     lowerLoad(op);
+    return;
+  case OpKind::AtomicRMW:
+  case OpKind::AtomicCAS:
+    lowerAtomic(op);
     return;
   case OpKind::Store:
     lowerStore(op);

@@ -207,6 +207,9 @@ public:
   void lowerShape(const Op &op);
   void lowerLoad(const Op &op);
   void lowerStore(const Op &op);
+  void lowerAtomic(const Op &op);
+  // How often each value of the kernel is used (computed once).
+  const UseCounts &uses();
   void lowerBlockPtr(const Op &op);
   void lowerLoadBlock(const Op &op);
   void lowerStoreBlock(const Op &op);
@@ -275,6 +278,7 @@ private:
   std::map<const LinearLayout *, std::string> owners_;
   std::map<std::string, std::string> sharedThreadAddrs_;
   std::map<std::string, TileThread> tileThreads_;
+  std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
   std::string sharedBase_, pipelineBase_;

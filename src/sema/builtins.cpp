@@ -175,6 +175,87 @@ SVal store(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::constant(ConstValue::none());
 }
 
+// sem= and scope= of an atomic, with Triton's defaults (acq_rel, gpu).
+std::string atomicOption(Lowerer &l, const std::optional<Arg> &a, const char *what,
+                         const std::string &fallback, std::initializer_list<const char *> allowed) {
+  if (!given(a))
+    return fallback;
+  if (!a->val.isConst() || a->val.c.kind != ConstValue::Str)
+    l.error(a->span, std::string(what) + " must be a constexpr string, got " + a->val.describe());
+  std::string s = a->val.c.s, names;
+  for (const char *ok : allowed) {
+    if (s == ok)
+      return s;
+    names += std::string(names.empty() ? "" : ", ") + "'" + ok + "'";
+  }
+  l.error(a->span, std::string(what) + " must be one of " + names + ", got '" + s + "'");
+}
+
+// Which element types each atomic takes (as the GPU's atom instructions do).
+void checkAtomicType(Lowerer &l, const std::string &kind, DType d, const Span &span,
+                     const char *fnName) {
+  int bits = dtypeBits(d);
+  bool ok;
+  if (kind == "add")
+    ok = (isInteger(d) && bits >= 32) || d == DType::F16 || d == DType::BF16 ||
+         d == DType::F32 || d == DType::F64;
+  else if (kind == "max" || kind == "min")
+    ok = (isInteger(d) && bits >= 32) || d == DType::F32 || d == DType::F64;
+  else if (kind == "and" || kind == "or" || kind == "xor")
+    ok = isInteger(d) && bits >= 32;
+  else if (kind == "xchg")
+    ok = bits >= 32 && !isPointer(d);
+  else // cas
+    ok = (bits >= 32 && !isPointer(d)) || d == DType::F16 || d == DType::BF16;
+  if (!ok)
+    l.error(span, std::string(fnName) + "() does not take " + dtypeName(d) + " elements");
+}
+
+// tl.atomic_add(pointer, val, mask=None, sem=None, scope=None) and the other
+// read-modify-write atomics: the old values, shaped as the pointers.
+SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
+  std::string fnName = "tl.atomic_" + kind;
+  Value *ptr = pointerArg(l, *a[0], fnName.c_str());
+  if (ptr->type.dtype == DType::BlockPtr)
+    l.error(a[0]->span, fnName + "() takes a pointer or a tensor of pointers, not a block pointer");
+  checkAtomicType(l, kind, ptr->type.pointee, call.span, fnName.c_str());
+  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
+  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
+  std::vector<Value *> operands = {p, bv};
+  if (Value *mask = optionalMask(l, a[2])) {
+    auto [p2, m] = l.broadcastPair(p, mask, call.span);
+    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
+  }
+  Type t = Type::scalar(ptr->type.pointee).withShape(operands[0]->type.shape);
+  Op *op = l.b_.create(OpKind::AtomicRMW, operands, {t});
+  op->setAttr("kind", kind);
+  op->setAttr("sem", atomicOption(l, a[3], "sem", "acq_rel",
+                                  {"relaxed", "acquire", "release", "acq_rel"}));
+  op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
+  return SVal::tensor(op->result());
+}
+
+// tl.atomic_cas(pointer, cmp, val, sem=None, scope=None): stores val where the
+// old value equals cmp; returns the old values.
+SVal atomicCas(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = pointerArg(l, *a[0], "tl.atomic_cas");
+  if (ptr->type.dtype == DType::BlockPtr)
+    l.error(a[0]->span, "tl.atomic_cas() takes a pointer or a tensor of pointers, not a block "
+                        "pointer");
+  checkAtomicType(l, "cas", ptr->type.pointee, call.span, "tl.atomic_cas");
+  Value *cmp = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
+  Value *v = l.materialize(a[2]->val, a[2]->span, ptr->type.pointee);
+  auto [p, bc] = l.broadcastPair(ptr, cmp, call.span);
+  auto [p2, bv] = l.broadcastPair(p, v, call.span);
+  bc = l.broadcastTo(bc, p2->type.shape, call.span);
+  Type t = Type::scalar(ptr->type.pointee).withShape(p2->type.shape);
+  Op *op = l.b_.create(OpKind::AtomicCAS, {p2, bc, bv}, {t});
+  op->setAttr("sem", atomicOption(l, a[3], "sem", "acq_rel",
+                                  {"relaxed", "acquire", "release", "acq_rel"}));
+  op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
+  return SVal::tensor(op->result());
+}
+
 SVal makeBlockPtr(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *base = pointerArg(l, *a[0], "tl.make_block_ptr");
   if (base->type.isTensor() || base->type.dtype != DType::Ptr)
@@ -597,6 +678,10 @@ std::map<std::string, BuiltinDef> makeTable() {
       store);
   add("make_block_ptr", {"base", "shape", "strides", "offsets", "block_shape", "order"},
       makeBlockPtr);
+  for (const char *kind : {"add", "max", "min", "and", "or", "xor", "xchg"})
+    add(std::string("atomic_") + kind, {"pointer", "val", "mask=", "sem=", "scope="},
+        [kind](Lowerer &l, Args &a, R &, const Expr &c) { return atomicRmw(l, a, c, kind); });
+  add("atomic_cas", {"pointer", "cmp", "val", "sem=", "scope="}, atomicCas);
   add("advance", {"base", "offsets"}, advance);
   add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);

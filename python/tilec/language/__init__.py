@@ -107,7 +107,8 @@ where maximum minimum clamp exp exp2 log log2 sqrt sqrt_rn rsqrt abs sin cos flo
 sigmoid fma div_rn fdiv umulhi cdiv sum max min argmax argmin cumsum softmax dot reshape view
 ravel trans permute broadcast_to broadcast expand_dims cast multiple_of max_contiguous
 max_constancy debug_barrier static_assert static_print device_assert device_print
-static_range range
+static_range range atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor
+atomic_xchg atomic_cas
 """.split()
 
 for _name in _FUNCTIONS:

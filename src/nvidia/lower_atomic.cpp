@@ -1,0 +1,122 @@
+// Atomics (tl.atomic_add ... tl.atomic_cas) as PTX atom instructions, one per
+// element, run by the one thread that owns the element (a scalar atomic by
+// thread 0); the old values reach the threads holding copies of an element
+// through shared memory. Float max and min, which atom lacks, use the order
+// of the bits: max of a non-negative float is atom.max.s32 of its bits, of a
+// negative one atom.min.u32 (and the reverse for min), as Triton does.
+#include "nvidia/lowering.h"
+
+namespace tilec::nvidia {
+
+namespace {
+
+// The atom type suffix for `kind` on elements of `d` (see checkAtomicType in sema).
+std::string atomType(const std::string &kind, DType d) {
+  int bits = dtypeBits(d);
+  if (kind == "and" || kind == "or" || kind == "xor" || kind == "xchg" || kind == "cas")
+    return bits == 64 ? ".b64" : bits == 32 ? ".b32" : ".b16";
+  if (d == DType::F16)
+    return ".noftz.f16";
+  if (d == DType::BF16)
+    return ".noftz.bf16";
+  if (d == DType::F32 || d == DType::F64)
+    return d == DType::F32 ? ".f32" : ".f64";
+  if (kind == "add")
+    return bits == 64 ? ".u64" : ".u32";
+  return std::string(isUnsigned(d) ? ".u" : ".s") + std::to_string(bits);
+}
+
+} // namespace
+
+void Lowering::lowerAtomic(const Op &op) {
+  bool cas = op.kind == OpKind::AtomicCAS;
+  std::string kind = cas ? "cas" : op.strAttr("kind");
+  DType d = op.result()->type.dtype;
+  if (d == DType::BF16 && arch < 90)
+    unsupported(op, "atomic_add of bfloat16 (it needs sm_90)");
+  std::string head = "atom." + op.strAttr("sem") + "." + op.strAttr("scope") + ".global.";
+  if (kind == "xchg")
+    head += "exch";
+  else
+    head += kind;
+
+  // Every operand in one layout: the first that is not a splat.
+  size_t count = cas ? 3 : op.operands.size();
+  const LinearLayout *layout = nullptr;
+  for (size_t k = 0; k < count && op.result()->type.isTensor(); ++k) {
+    const TVal &t = val(op.operand((int)k));
+    if (t.isTensor() && !t.uniform && !layout)
+      layout = t.layout;
+  }
+  if (op.result()->type.isTensor() && !layout)
+    layout = defaultLayout(op.result()->type.shape);
+  auto in = [&](int k) { return layout ? materialize(op.operand(k), layout) : val(op.operand(k)); };
+  TVal ptr = in(0), value = in(cas ? 2 : 1);
+  TVal cmp = cas ? in(1) : TVal{};
+  TVal mask = !cas && op.operands.size() > 2 ? in(2) : TVal{};
+
+  std::string owner = layout ? ownerPredicate(layout)
+                             : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
+  bool floatBits = (kind == "max" || kind == "min") && isFloat(d);
+  DType bitsType = dtypeBits(d) == 64 ? DType::I64 : DType::I32;
+  TVal out{layout, {}};
+  for (size_t r = 0; r < ptr.regs.size(); ++r) {
+    std::string p = owner;
+    if (!mask.regs.empty())
+      p = p.empty() ? mask.regs[r] : opReg("and.pred", RegClass::Pred, {p, mask.regs[r]});
+    std::string pred = p.empty() ? "" : "@" + p + " ";
+    std::string addr = "[" + ptr.regs[r] + "]";
+    std::string old = constantReg(d, 0, 0); // a fresh register; masked-off elements return 0
+    if (floatBits) {
+      // As integers: non-negative floats order like s32, negative ones reversed like u32.
+      std::string bits = opReg(dtypeBits(d) == 64 ? "mov.b64" : "mov.b32",
+                               regClassOf(bitsType), {value.regs[r]});
+      std::string negative = compare(OpKind::CmpLt, bitsType, bits, "0");
+      std::string positive = opReg("not.pred", RegClass::Pred, {negative});
+      std::string s = std::to_string(dtypeBits(d));
+      bool max = kind == "max";
+      std::string oldBits = constantReg(bitsType, 0, 0);
+      for (bool neg : {false, true}) {
+        std::string q = neg ? negative : positive;
+        if (!p.empty())
+          q = opReg("and.pred", RegClass::Pred, {q, p});
+        std::string instr = head.substr(0, head.size() - 3) + ((max != neg) ? "max" : "min") +
+                            (neg ? ".u" : ".s") + s;
+        b.emit("@" + q + " " + instr + " " + oldBits + ", " + addr + ", " + bits);
+      }
+      b.emit(std::string(dtypeBits(d) == 64 ? "mov.b64 " : "mov.b32 ") + old + ", " + oldBits);
+    } else if (cas) {
+      b.emit(pred + head + atomType(kind, d) + " " + old + ", " + addr + ", " + cmp.regs[r] + ", " +
+             value.regs[r]);
+    } else {
+      b.emit(pred + head + atomType(kind, d) + " " + old + ", " + addr + ", " + value.regs[r]);
+    }
+    out.regs.push_back(normalize(old, d));
+  }
+
+  // Threads holding copies of an element (all threads, for a scalar) read the
+  // owner's old value back through shared memory, when anything uses it.
+  bool replicated = !layout || layout->replicatedLaneMask() || layout->replicatedWarpMask();
+  if (replicated && uses().count(op.result())) {
+    int bytes = dtypeBytes(d);
+    int64_t numel = op.result()->type.isTensor() ? op.result()->type.numel() : 1;
+    needShared(numel * bytes);
+    auto address = [&](size_t r) {
+      return layout ? sharedElement(layout, (int)r, bytes) : SharedAddr{sharedBase(), 0};
+    };
+    barrier();
+    std::string skip = b.newLabel("atomic_copies");
+    b.emit("@!" + owner + " bra " + skip);
+    for (size_t r = 0; r < out.regs.size(); ++r)
+      storeShared(address(r), d, out.regs[r]);
+    b.label(skip);
+    barrier();
+    for (size_t r = 0; r < out.regs.size(); ++r)
+      out.regs[r] = loadShared(address(r), d);
+  }
+  if (!layout)
+    out.layout = nullptr;
+  bind(op.result(), out);
+}
+
+} // namespace tilec::nvidia
