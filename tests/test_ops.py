@@ -2643,9 +2643,9 @@ def test_atomics_many_programs_into_few_bins(rng, kind, dtype):
     n, nbins = 1000, 7
     if np.issubdtype(dtype, np.floating):
         x = (rng.standard_normal(n) * 4).astype(dtype)
-        if kind == "add":  # exact in any order: small integers
-            x = np.round(x).astype(dtype)
         bins = (rng.standard_normal(nbins) * 4).astype(dtype)
+        if kind == "add":  # exact in any order: small integers
+            x, bins = np.round(x).astype(dtype), np.round(bins).astype(dtype)
     elif kind in ("and", "or", "xor"):
         x = full_range(rng, n, dtype)
         bins = full_range(rng, nbins, dtype)

@@ -10,6 +10,8 @@ from .compiler import compile  # noqa: F401
 from .runtime.errors import OutOfResources  # noqa: F401
 from .errors import CompilationError, KernelError  # noqa: F401
 from .jit import JITFunction, jit  # noqa: F401
+from .autotuner import Config, autotune, heuristics  # noqa: F401
+from . import testing  # noqa: F401
 
 __version__ = "0.1.0"
 
