@@ -384,3 +384,61 @@ def test_every_assembler_runs_a_tensor_core_kernel(assembler, monkeypatch, tmp_p
         raise
     assert k.gpu.assembler.lower() == ("" if assembler == "driver" else assembler)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+
+
+_RANDOM_VS_TRITON = '''
+import sys
+import torch
+import triton
+import triton.language as ttl
+sys.modules.pop("tilec.compat", None)
+import tilec
+import tilec.language as tl
+
+assert triton is not tilec and "tilec" not in triton.__file__
+
+
+def make(jit, lang):
+    @jit
+    def kernel(i_ptr, u_ptr, n_ptr, seed, n, BLOCK: lang.constexpr):
+        offs = lang.program_id(0) * BLOCK + lang.arange(0, BLOCK)
+        m = offs < n
+        lang.store(i_ptr + offs, lang.randint(seed, offs), mask=m)
+        lang.store(u_ptr + offs, lang.rand(seed, offs), mask=m)
+        lang.store(n_ptr + offs, lang.randn(seed, offs), mask=m)
+    return kernel
+
+
+n = 100003
+outs = {}
+for name, jit, lang in (("triton", triton.jit, ttl), ("tilec", tilec.jit, tl)):
+    i = torch.empty(n, dtype=torch.int32, device="cuda")
+    u = torch.empty(n, device="cuda")
+    g = torch.empty(n, device="cuda")
+    make(jit, lang)[(triton.cdiv(n, 1024),)](i, u, g, 987654321, n, BLOCK=1024)
+    outs[name] = (i, u, g)
+assert torch.equal(outs["triton"][0], outs["tilec"][0]), "randint differs"
+assert torch.equal(outs["triton"][1], outs["tilec"][1]), "rand differs"
+torch.testing.assert_close(outs["triton"][2], outs["tilec"][2], rtol=1e-5, atol=1e-5)
+print("same bits")
+'''
+
+
+@needs_gpu
+def test_random_numbers_match_triton_bit_for_bit(tmp_path):
+    """Triton itself (where installed) and tilec, same seed and offsets, on the GPU."""
+    import subprocess
+    import sys
+    try:
+        import importlib.util
+        if importlib.util.find_spec("triton") is None:
+            pytest.skip("Triton is not installed")
+    except ValueError:
+        pytest.skip("triton is aliased to tilec in this process")
+    script = tmp_path / "random_vs_triton.py"
+    script.write_text(_RANDOM_VS_TRITON)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=300)
+    if "No module named 'triton'" in result.stderr:
+        pytest.skip("Triton is not installed")
+    assert result.returncode == 0 and "same bits" in result.stdout, result.stderr[-3000:]

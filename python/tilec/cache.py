@@ -66,6 +66,7 @@ def _names_used(code):
 def reached_functions(kernel):
     """`kernel` and every @jit function it reaches through the names its code
     uses, each once, in the order first met (depth first)."""
+    from . import language as tl
     from .jit import JITFunction
     order, seen = [], set()
 
@@ -76,7 +77,9 @@ def reached_functions(kernel):
         order.append(fn)
         for name in _names_used(fn.fn.__code__):
             found, value = fn._lookup(name)
-            if found and isinstance(value, JITFunction):
+            if not (found and isinstance(value, JITFunction)):
+                value = getattr(tl, name, None)  # tl.rand: a language helper, an attribute
+            if isinstance(value, JITFunction):
                 visit(value)
 
     visit(kernel)

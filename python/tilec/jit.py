@@ -169,7 +169,15 @@ class JITFunction:
         return False, None
 
     def _resolve(self, name):
-        """Tells the compiler what a global name stands for (see bindings)."""
+        """Tells the compiler what a global name stands for (see bindings); a
+        dotted name (triton.language.rand) is a @jit helper of a language module."""
+        if "." in name:
+            module, _, attr = name.rpartition(".")
+            value = getattr(_language_modules().get(module), attr, None)
+            if not isinstance(value, JITFunction):
+                return None
+            return ("jit", value.src, value.filename, value.first_line, value.__name__,
+                    value._resolve)
         found, value = self._lookup(name)
         if not found:
             return None
@@ -296,6 +304,11 @@ class JITFunction:
             else:
                 checks.append((fn.fn.__globals__, name, value))
         return checks
+
+
+def _language_modules():
+    """The kernel-language modules by the names kernels know them by."""
+    return {"triton.language": tl, "triton.language.random": tl.random}
 
 
 def _gpu_options(options):

@@ -682,6 +682,10 @@ std::map<std::string, BuiltinDef> makeTable() {
     add(std::string("atomic_") + kind, {"pointer", "val", "mask=", "sem=", "scope="},
         [kind](Lowerer &l, Args &a, R &, const Expr &c) { return atomicRmw(l, a, c, kind); });
   add("atomic_cas", {"pointer", "cmp", "val", "sem=", "scope="}, atomicCas);
+  // A constexpr as a runtime scalar of its default type (int32 or int64, fp32, int1).
+  add("to_tensor", {"x"}, [](Lowerer &l, Args &a, R &, const Expr &) {
+    return SVal::tensor(l.materialize(a[0]->val, a[0]->span));
+  });
   add("advance", {"base", "offsets"}, advance);
   add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);

@@ -142,6 +142,13 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
     if (attr == "cuda")
       return SVal::module("triton.language.extra.cuda");
   }
+  // A helper written in the kernel language (tl.rand, ...): the Python side
+  // resolves the dotted name to its @jit function.
+  if (const auto &resolver = frame().resolver) {
+    GlobalBinding g = resolver->lookup(module + "." + attr);
+    if (g.kind == GlobalBinding::JitFunction)
+      return SVal::jit(g.fn);
+  }
   error(span, "module '" + module + "' has no attribute '" + attr + "' that kernels can use");
 }
 

@@ -108,9 +108,15 @@ sigmoid fma div_rn fdiv umulhi cdiv sum max min argmax argmin cumsum softmax dot
 ravel trans permute broadcast_to broadcast expand_dims cast multiple_of max_contiguous
 max_constancy debug_barrier static_assert static_print device_assert device_print
 static_range range atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor
-atomic_xchg atomic_cas
+atomic_xchg atomic_cas to_tensor
 """.split()
 
 for _name in _FUNCTIONS:
     globals()[_name] = _KernelOnly(_name)
 del _name
+
+# Random numbers: helpers written in the kernel language (random.py).
+from . import random  # noqa: E402
+from .random import (  # noqa: E402,F401
+    pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn,
+    randn4x, uint_to_uniform_float)
