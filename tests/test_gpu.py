@@ -400,10 +400,11 @@ assert triton is not tilec and "tilec" not in triton.__file__
 
 def make(jit, lang):
     @jit
-    def kernel(i_ptr, u_ptr, n_ptr, seed, n, BLOCK: lang.constexpr):
+    def kernel(i_ptr, w_ptr, u_ptr, n_ptr, seed, n, BLOCK: lang.constexpr):
         offs = lang.program_id(0) * BLOCK + lang.arange(0, BLOCK)
         m = offs < n
         lang.store(i_ptr + offs, lang.randint(seed, offs), mask=m)
+        lang.store(w_ptr + offs, lang.randint(seed, offs.to(lang.int64) * 7 + 2**35), mask=m)
         lang.store(u_ptr + offs, lang.rand(seed, offs), mask=m)
         lang.store(n_ptr + offs, lang.randn(seed, offs), mask=m)
     return kernel
@@ -413,13 +414,15 @@ n = 100003
 outs = {}
 for name, jit, lang in (("triton", triton.jit, ttl), ("tilec", tilec.jit, tl)):
     i = torch.empty(n, dtype=torch.int32, device="cuda")
+    w = torch.empty(n, dtype=torch.int32, device="cuda")
     u = torch.empty(n, device="cuda")
     g = torch.empty(n, device="cuda")
-    make(jit, lang)[(triton.cdiv(n, 1024),)](i, u, g, 987654321, n, BLOCK=1024)
-    outs[name] = (i, u, g)
+    make(jit, lang)[(triton.cdiv(n, 1024),)](i, w, u, g, 987654321, n, BLOCK=1024)
+    outs[name] = (i, w, u, g)
 assert torch.equal(outs["triton"][0], outs["tilec"][0]), "randint differs"
-assert torch.equal(outs["triton"][1], outs["tilec"][1]), "rand differs"
-torch.testing.assert_close(outs["triton"][2], outs["tilec"][2], rtol=1e-5, atol=1e-5)
+assert torch.equal(outs["triton"][1], outs["tilec"][1]), "randint of 64-bit offsets differs"
+assert torch.equal(outs["triton"][2], outs["tilec"][2]), "rand differs"
+torch.testing.assert_close(outs["triton"][3], outs["tilec"][3], rtol=1e-5, atol=1e-5)
 print("same bits")
 '''
 

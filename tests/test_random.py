@@ -13,10 +13,12 @@ pytestmark = pytest.mark.usefixtures("device")
 M32 = np.uint64(0xFFFFFFFF)
 
 
-def philox_reference(seed, offsets, rounds=10):
-    """Philox-4x32 on counters (offset, 0, 0, 0) and key (seed low, seed high)."""
+def philox_reference(seed, offsets, rounds=10, wide=False):
+    """Philox-4x32 on counters (offset low, offset high (0 unless `wide`), 0, 0)
+    and key (seed low, seed high)."""
     c0 = offsets.astype(np.int64).astype(np.uint64) & M32
-    c1 = c2 = c3 = np.zeros_like(c0)
+    c1 = (offsets.astype(np.int64).astype(np.uint64) >> np.uint64(32)) if wide else c0 * 0
+    c2 = c3 = np.zeros_like(c0)
     k0 = np.uint64(seed & 0xFFFFFFFF)
     k1 = np.uint64((seed >> 32) & 0xFFFFFFFF)
     for _ in range(rounds):
@@ -32,7 +34,7 @@ def philox_reference(seed, offsets, rounds=10):
 def uniform_reference(bits):
     s = bits.view(np.int32).astype(np.int64)
     s = np.where(s < 0, -s - 1, s)
-    return (s.astype(np.float32) * np.float32(4.656613e-10)).astype(np.float32)
+    return (s.astype(np.float32) * np.float32(4.6566127342e-10)).astype(np.float32)
 
 
 @tilec.jit
@@ -97,3 +99,19 @@ def test_constant_seed_and_fewer_rounds():
     out = np.zeros(64, np.uint32)
     seed_constant_kernel[(1,)](out, BLOCK=64)
     np.testing.assert_array_equal(out, philox_reference(7, np.arange(64), rounds=6)[0])
+
+
+@tilec.jit
+def wide_offsets_kernel(out_ptr, u_ptr, seed, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    wide = offs.to(tl.int64) * 3 + 2**33 + 5
+    tl.store(out_ptr + offs, tl.randint(seed, wide))
+    tl.store(u_ptr + offs, tl.rand(seed, wide))
+
+
+def test_64_bit_offsets_use_both_words():
+    out, u = np.zeros(128, np.uint32), np.zeros(128, np.float32)
+    wide_offsets_kernel[(1,)](out, u, 99, BLOCK=128)
+    ref = philox_reference(99, np.arange(128, dtype=np.int64) * 3 + 2**33 + 5, wide=True)[0]
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(u, uniform_reference(ref))

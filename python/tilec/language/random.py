@@ -39,7 +39,8 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
     """Philox with the key taken from a 64-bit seed (low word first); the counters
     are 32-bit integers, read as uint32."""
     tl.static_assert(c0.dtype.primitive_bitwidth == 32,
-                     "tl.philox: the offsets must be 32-bit integers")
+                     "tl.philox: the counters must be 32-bit integers (randint4x splits "
+                     "64-bit offsets into two)")
     wide = tl.to_tensor(seed).to(tl.uint64)
     k0 = (wide & 0xFFFFFFFF).to(tl.uint32)
     k1 = ((wide >> 32) & 0xFFFFFFFF).to(tl.uint32)
@@ -50,9 +51,15 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
 
 @jit
 def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 for the block of `offset`s under the scalar `seed`."""
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    """Four blocks of random uint32 for the block of `offset`s under the scalar `seed`:
+    the counter is (offset's low word, its high word (0 for 32-bit offsets), 0, 0)."""
+    low = offset.to(tl.uint32)
+    zero = low * 0
+    if offset.dtype.primitive_bitwidth > 32:
+        high = (offset >> 32).to(tl.uint32)
+    else:
+        high = zero
+    return philox(seed, low, high, zero, zero, n_rounds)
 
 
 @jit
@@ -64,11 +71,17 @@ def randint(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
 
 @jit
 def uint_to_uniform_float(x):
-    """A random uint32 to a float32 in [0, 1): the bits read as int32, folded onto
-    the non-negative ones, times 1 / (2^31 - 1)."""
-    s = x.to(tl.int32, bitcast=True)
+    """A random uint32 (or uint64) to a float32 in [0, 1): the bits read as a signed
+    integer, folded onto the non-negative ones, times the largest scale that keeps
+    the largest of them below 1 in float32."""
+    if x.dtype.primitive_bitwidth == 32:
+        s = x.to(tl.int32, bitcast=True)
+        scale = 4.6566127342e-10
+    else:
+        s = x.to(tl.int64, bitcast=True)
+        scale = 1.0842020432385337e-19
     s = tl.where(s < 0, -s - 1, s)
-    return s * 4.656613e-10
+    return s * scale
 
 
 @jit
