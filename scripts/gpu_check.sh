@@ -18,6 +18,7 @@ WHAT=${1:-all}
 PY=python3
 export PYTHONPATH=/tmp/tilec-site PYTHONUNBUFFERED=1
 start=$(date +%s)
+rm -rf /tmp/tilec-site  # pip --target leaves an existing package in place: a warm machine kept the old one
 if ! CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install --no-build-isolation --no-deps \
     --target /tmp/tilec-site . > "$OUT/build.log" 2>&1; then
   echo "build failed:"; tail -40 "$OUT/build.log"; exit 1

@@ -58,6 +58,9 @@ class _Alias(types.ModuleType):
         else:
             delattr(self._target, name)
 
+    def __repr__(self):
+        return f"<module '{self.__name__}' (tilec's '{self._target.__name__}')>"
+
     def __dir__(self):
         return sorted(set(dir(self._target)) | set(self.__dict__) - {"_target"})
 
