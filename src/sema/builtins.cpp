@@ -947,7 +947,9 @@ SVal Lowerer::reduce(OpKind kind, Value *input, const SVal &axisVal, bool keepDi
 
 SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const Span &span) {
   Value *v = base.v;
-  if (attr == "dtype")
+  // .type as .dtype: Out.type.element_ty (a pointer's pointee) and x.type.element_ty
+  // (a tensor's scalar type) both read through dtypeAttribute's element_ty.
+  if (attr == "dtype" || attr == "type")
     return SVal::constant(ConstValue::dtype(v->type.element()));
   if (attr == "shape") {
     std::vector<ConstValue> dims;
@@ -974,9 +976,9 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
 
 SVal Lowerer::dtypeAttribute(const ConstValue &dtype, const std::string &attr, const Span &span) {
   const Type &t = dtype.type;
-  if (attr == "element_ty") {
+  if (attr == "element_ty") { // a pointer's pointee; a block's (x.type) element type is itself
     if (t.dtype != DType::Ptr)
-      error(span, "dtype " + dtype.repr() + " has no element_ty: it is not a pointer");
+      return SVal::constant(ConstValue::dtype(t));
     return SVal::constant(ConstValue::dtype(Type::scalar(t.pointee)));
   }
   if (attr == "primitive_bitwidth" || attr == "int_bitwidth")

@@ -335,13 +335,9 @@ SVal Lowerer::inlineJit(const JitFunctionRef &ref, CallArgs &args, const Expr &c
   try {
     for (size_t i = 0; i < def->params.size(); ++i) {
       const Param &p = def->params[i];
+      // A helper's tl.constexpr annotation is not enforced, as in Triton: Triton's
+      // attention tutorial passes tensors (offs_m) to such parameters.
       SVal v = bound[i] ? bound[i]->val : eval(*p.defaultValue);
-      if (isConstexprAnnotation(p.annotation.get()) && !v.isConst()) {
-        frames_.pop_back();
-        error(bound[i] ? bound[i]->span : call.span,
-              "argument '" + p.name + "' of '" + def->name +
-                  "' is tl.constexpr, but the value passed is " + v.describe());
-      }
       callee.vars[p.name] = v;
     }
     StmtList body;
