@@ -1,0 +1,556 @@
+"""``@tilec.autotune`` and ``@tilec.heuristics``: wrappers around a @jit kernel
+that choose its meta-parameters at launch, as Triton's do.
+
+An Autotuner times each of its configs the first time it meets a new tuning
+key (the values of the `key` arguments and the dtypes of the tensor
+arguments), keeps the fastest for that key, and launches with it from then
+on. Heuristics computes meta-parameters from the arguments at every launch.
+Both stack, on each other too, in either order.
+
+Where tilec differs from Triton:
+- A meta-parameter that the caller passes and a config sets too is not an
+  error ("Conflicting meta-parameters" in Triton): the tuned value is used,
+  with one warning per kernel.
+- A user `pre_hook` (`post_hook`) runs besides the reset_to_zero and
+  restore_value handling, not instead of it.
+- A tensor named in `key` contributes its shape and dtype (Triton uses the
+  tensor object, so a new tensor is a new key).
+- Timing runs of kernels on the CPU backend are timed by the wall clock.
+"""
+
+import hashlib
+import inspect
+import json
+import os
+import time
+import warnings
+
+from . import _args
+from .errors import CompilationError
+from .jit import JITFunction, interpreting
+from .runtime.errors import OutOfResources
+
+# Errors that rule a config out instead of failing the launch, as in Triton.
+_CONFIG_ERRORS = (OutOfResources, CompilationError)
+
+# The quantiles a timing run reports: median first, then the 20th and 80th percentiles.
+_QUANTILES = (0.5, 0.2, 0.8)
+
+
+class AutotunerError(RuntimeError):
+    """No config of an autotuned kernel can run (all pruned away, or all failed)."""
+
+
+class Config:
+    """One configuration for the autotuner to try: meta-parameters (`kwargs`,
+    passed to the kernel as keyword arguments) and launch options."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None,
+                 pre_hook=None):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self):
+        """The meta-parameters and the launch options (maxnreg when set)."""
+        options = {"num_warps": self.num_warps, "num_ctas": self.num_ctas,
+                   "num_stages": self.num_stages, "maxnreg": self.maxnreg}
+        return {**self.kwargs, **{k: v for k, v in options.items() if v is not None}}
+
+    def _fields(self):
+        return (*self.kwargs.items(), ("num_warps", self.num_warps),
+                ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
+                ("maxnreg", self.maxnreg))
+
+    def __str__(self):
+        return ", ".join(f"{k}: {v}" for k, v in self._fields())
+
+    def __repr__(self):
+        hook = f", pre_hook={self.pre_hook!r}" if self.pre_hook else ""
+        return (f"Config({self.kwargs!r}, num_warps={self.num_warps}, "
+                f"num_stages={self.num_stages}, num_ctas={self.num_ctas}, "
+                f"maxnreg={self.maxnreg}{hook})")
+
+    def __hash__(self):
+        return hash((self._fields(), self.pre_hook))
+
+    def __eq__(self, other):
+        if not isinstance(other, Config):
+            return NotImplemented
+        return (self._fields(), self.pre_hook) == (other._fields(), other.pre_hook)
+
+
+# --- what the wrappers share
+
+
+def _jit_function(fn):
+    """The @jit kernel at the bottom of a stack of wrappers."""
+    while not isinstance(fn, JITFunction):
+        fn = fn.fn
+    return fn
+
+
+def _takes_keyword(hook, name):
+    try:
+        params = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind == p.VAR_KEYWORD for p in params)
+
+
+def _print_enabled():
+    """TRITON_PRINT_AUTOTUNING=1 or TILEC_PRINT_AUTOTUNING=1."""
+    return any(os.environ.get(name, "0") not in ("", "0")
+               for name in ("TILEC_PRINT_AUTOTUNING", "TRITON_PRINT_AUTOTUNING"))
+
+
+class _KernelWrapper:
+    """What Autotuner and Heuristics have in common: launched like a @jit kernel."""
+
+    def _init_wrapper(self, fn, arg_names):
+        self.fn = fn
+        self.arg_names = list(arg_names)
+        self.base_fn = _jit_function(fn).fn  # the Python function, as in Triton
+        self.__name__ = self.base_fn.__name__
+        self.__doc__ = self.base_fn.__doc__
+        self._defaults = {p.name: p.default for p in _jit_function(fn).params
+                          if p.default is not inspect.Parameter.empty}
+
+    def __getitem__(self, grid):
+        """``kernel[grid](*args, **kwargs)``."""
+        def launch(*args, **kwargs):
+            return self.run(*args, grid=grid, **kwargs)
+        return launch
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"'{self.__name__}' is a @jit kernel: launch it with "
+                           f"{self.__name__}[grid](...)")
+
+
+# --- tensors handled between timing runs
+
+
+def _zero(tensor):
+    if hasattr(tensor, "zero_"):
+        tensor.zero_()
+    else:
+        tensor.fill(0)  # numpy, CuPy
+
+
+def _copy(tensor):
+    return tensor.clone() if hasattr(tensor, "clone") else tensor.copy()
+
+
+def _restore(tensor, saved):
+    if hasattr(tensor, "copy_"):
+        tensor.copy_(saved)
+    else:
+        tensor[...] = saved
+
+
+# --- the tuning key
+
+
+def _key_part(value):
+    """A hashable, printable stand-in for one argument in the tuning key."""
+    if _args.is_constexpr(value):
+        value = value.value
+    if _args.is_tensor(value):
+        return (tuple(int(d) for d in value.shape), str(value.dtype))
+    if isinstance(value, list):
+        return tuple(_key_part(v) for v in value)
+    if _args.as_dtype(value) is not None:
+        return str(_args.as_dtype(value))
+    return value
+
+
+class Autotuner(_KernelWrapper):
+    """A kernel whose meta-parameters are chosen by timing `configs`. Made by
+    ``@tilec.autotune``; see there for the arguments."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None,
+                 pre_hook=None, post_hook=None, prune_configs_by=None, warmup=None, rep=None,
+                 use_cuda_graph=False, do_bench=None, cache_results=False):
+        self._init_wrapper(fn, arg_names)
+        self.configs = list(configs) if configs else [Config({})]
+        self.keys = [key] if isinstance(key, str) else list(key)
+        for name in self.keys + list(reset_to_zero or ()) + list(restore_value or ()):
+            if name not in self.arg_names:
+                raise ValueError(f"autotune of '{self.__name__}': '{name}' is not an argument "
+                                 f"of the kernel (it has {', '.join(self.arg_names)})")
+        self.cache = {}  # tuning key -> the fastest Config
+        self.configs_timings = None  # Config -> timing of the last tuning
+        self.bench_time = None  # seconds the last tuning took
+        self.best_config = None
+        self.nargs = None  # the positional arguments by name, during a launch
+        self.reset_to_zero = list(reset_to_zero or ())
+        self.restore_value = list(restore_value or ())
+        self.user_pre_hook = pre_hook
+        self.user_post_hook = post_hook
+        prune = prune_configs_by or {}
+        unknown = set(prune) - {"perf_model", "top_k", "early_config_prune"}
+        if unknown:
+            raise ValueError(f"autotune of '{self.__name__}': prune_configs_by takes "
+                             f"perf_model, top_k and early_config_prune, not {sorted(unknown)}")
+        self.perf_model = prune.get("perf_model")
+        self.configs_top_k = prune.get("top_k", 1.0)
+        self.early_config_prune = prune.get("early_config_prune")
+        self.num_warmups = warmup
+        self.num_reps = rep
+        self.use_cuda_graph = use_cuda_graph
+        self.user_do_bench = do_bench
+        self.cache_results = cache_results
+        self._warned_conflicts = False
+        self._restore_copies = {}
+
+    # --- launching
+
+    def run(self, *args, grid, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            tuned = False
+            key = None
+            if len(self.configs) > 1:
+                key = self._tuning_key(args, kwargs)
+                if key not in self.cache:
+                    tuned = self._tune(key, args, grid, kwargs)
+                config = self.cache[key]
+            else:
+                config = self.configs[0]
+            self.best_config = config
+            if tuned and _print_enabled():
+                print(f"tilec autotuning for function {self.__name__},\nwith key as {key},\n"
+                      f"finished after {self.bench_time:.2f}s,\nbest config selected: {config};")
+            return self._launch(args, grid, kwargs, config)
+        finally:
+            self.nargs = None
+
+    def warmup(self, *args, **kwargs):
+        """Compiles the kernel for every config (after pruning) without running it;
+        returns the compiled kernels."""
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            compiled = []
+            for config in self.prune_configs(kwargs):
+                call_args, call_kwargs, _ = self._merge(args, kwargs, config)
+                compiled.append(self.fn.warmup(*call_args, **call_kwargs))
+            return compiled
+        finally:
+            self.nargs = None
+
+    def _merge(self, args, kwargs, config):
+        """The arguments of a launch with `config`: its values win over the caller's.
+        Returns (args, kwargs, names the caller passed that the config overrides)."""
+        tuned = config.all_kwargs()
+        conflicts = [k for k in kwargs if k in tuned]
+        first = next((i for i, name in enumerate(self.arg_names[:len(args)]) if name in tuned),
+                     None)
+        if first is not None:  # the caller passed a tuned parameter by position
+            conflicts += [n for n in self.arg_names[first:len(args)] if n in tuned]
+            kwargs = {**dict(zip(self.arg_names[first:], args[first:])), **kwargs}
+            args = args[:first]
+        return args, {**kwargs, **tuned}, conflicts
+
+    def _launch(self, args, grid, kwargs, config):
+        args, kwargs, conflicts = self._merge(args, kwargs, config)
+        if conflicts and not self._warned_conflicts:
+            self._warned_conflicts = True
+            warnings.warn(
+                f"{self.__name__}: {', '.join(conflicts)} passed to a launch of an autotuned "
+                "kernel whose configs set it; the tuned value is used (Triton raises "
+                "'Conflicting meta-parameters' here)", stacklevel=4)
+        if config.pre_hook is not None:
+            config.pre_hook(self._all_args(args, kwargs))
+        return self.fn.run(*args, grid=grid, **kwargs)
+
+    def _all_args(self, args, kwargs):
+        return {**self._defaults, **dict(zip(self.arg_names, args)), **kwargs}
+
+    # --- tuning
+
+    def _tuning_key(self, args, kwargs):
+        values = {**self._defaults, **dict(zip(self.arg_names, args)), **kwargs}
+        key = [_key_part(values[name]) for name in self.keys if name in values]
+        key += [str(v.dtype) for name, v in values.items()
+                if name in self.arg_names and _args.is_tensor(v)]
+        return tuple(key)
+
+    def prune_configs(self, kwargs):
+        """The configs left to time: after `early_config_prune`, then the `top_k`
+        best by `perf_model`."""
+        configs = self.configs
+        if self.early_config_prune is not None:
+            configs = list(self.early_config_prune(self.configs, self.nargs, **kwargs))
+            if not configs:
+                raise AutotunerError(f"{self.__name__}: early_config_prune left no config; it "
+                                     "must return at least one")
+        if self.perf_model is None:
+            return configs
+        top_k = self.configs_top_k
+        if isinstance(top_k, float) and top_k <= 1.0:
+            top_k = max(1, int(len(configs) * top_k))
+        elif not isinstance(top_k, int) or isinstance(top_k, bool):
+            raise TypeError(f"{self.__name__}: prune_configs_by's top_k must be a float <= 1.0 "
+                            f"or an int, got {top_k!r}")
+        if len(configs) <= top_k:
+            return configs
+        estimates = {c: self.perf_model(**{**self.nargs, **kwargs, **c.all_kwargs()})
+                     for c in configs}
+        return sorted(configs, key=estimates.__getitem__)[:top_k]
+
+    def _tune(self, key, args, grid, kwargs):
+        """Finds the fastest config for `key` and caches it. Returns whether it
+        timed anything (False: one config left, or the result read from disk)."""
+        configs = self.prune_configs(kwargs)
+        if len(configs) == 1:
+            self.cache[key] = configs[0]
+            return False
+        disk = _DiskCache(self, key, configs, self._device(args, kwargs)) \
+            if self.cache_results else None
+        timings = disk.load() if disk else None
+        if timings is not None:
+            self.configs_timings = timings
+            self.cache[key] = min(timings, key=timings.get)
+            return False
+        start = time.perf_counter()
+        failures = {}
+        timings = {c: self._bench(args, grid, kwargs, c, failures) for c in configs}
+        self.bench_time = time.perf_counter() - start
+        best = min(timings, key=timings.get)
+        if best in failures:
+            lines = "".join(f"\n  {c}: {type(e).__name__}: {e}" for c, e in failures.items())
+            raise AutotunerError(f"{self.__name__}: every autotuning config failed:{lines}")
+        self.configs_timings = timings
+        self.cache[key] = best
+        self._reset(self._all_args(*self._merge(args, kwargs, best)[:2]))
+        if disk:
+            disk.store(timings)
+        return True
+
+    def _device(self, args, kwargs):
+        """Where the kernel runs: 'cuda' when a tensor argument is on a GPU, else 'cpu'."""
+        for value in (*args, *kwargs.values()):
+            if _args.is_tensor(value) and _args.device_of(value).startswith("cuda"):
+                return "cpu" if interpreting() else "cuda"
+        return "cpu"
+
+    def _do_bench(self, device):
+        if self.user_do_bench is not None:
+            return self.user_do_bench
+        from . import testing
+        if self.use_cuda_graph:
+            rep = self.num_reps if self.num_reps is not None else 100
+            return lambda fn, quantiles: testing.do_bench_cudagraph(
+                fn, rep=rep, quantiles=quantiles, device=device)
+        warmup = self.num_warmups if self.num_warmups is not None else 25
+        rep = self.num_reps if self.num_reps is not None else 100
+        return lambda fn, quantiles: testing.do_bench(
+            fn, warmup=warmup, rep=rep, quantiles=quantiles, device=device)
+
+    def _bench(self, args, grid, kwargs, config, failures):
+        """The timing of `config` (median, 20th, 80th percentile in ms), inf when
+        it does not compile or does not fit; its error goes to `failures`."""
+        if _print_enabled():
+            print(f"Autotuning kernel {self.__name__} with config {config}")
+        call_args, call_kwargs, _ = self._merge(args, kwargs, config)
+        all_args = self._all_args(call_args, call_kwargs)
+
+        def kernel_call():
+            if config.pre_hook is not None:
+                config.pre_hook(all_args)
+            self._pre_hook(all_args)
+            try:
+                self.fn.run(*call_args, grid=grid, **call_kwargs)
+            except Exception as e:
+                self._post_hook(all_args, e)
+                raise
+            self._post_hook(all_args, None)
+
+        try:
+            timing = self._do_bench(self._device(args, kwargs))(kernel_call, quantiles=_QUANTILES)
+        except _CONFIG_ERRORS as e:
+            if _print_enabled():
+                print(f"Autotuning failed with {e}")
+            failures[config] = e
+            return [float("inf")] * len(_QUANTILES)
+        return list(timing) if isinstance(timing, (list, tuple)) else [float(timing)]
+
+    # --- around each timing run
+
+    def _reset(self, all_args):
+        """Zeroes the reset_to_zero tensors (before the launch that follows tuning)."""
+        for name in self.reset_to_zero:
+            if all_args.get(name) is not None:
+                _zero(all_args[name])
+        hook = self.user_pre_hook
+        if hook is not None and _takes_keyword(hook, "reset_only"):
+            hook(all_args, reset_only=True)
+
+    def _pre_hook(self, all_args):
+        for name in self.reset_to_zero:
+            if all_args.get(name) is not None:
+                _zero(all_args[name])
+        self._restore_copies = {name: _copy(all_args[name]) for name in self.restore_value
+                                if all_args.get(name) is not None}
+        if self.user_pre_hook is not None:
+            self.user_pre_hook(all_args)
+
+    def _post_hook(self, all_args, exception):
+        try:
+            if self.user_post_hook is not None:
+                self.user_post_hook(all_args, exception=exception)
+        finally:
+            for name, saved in self._restore_copies.items():
+                _restore(all_args[name], saved)
+            self._restore_copies = {}
+
+
+class _DiskCache:
+    """Tuning results kept on disk (``cache_results=True``), in
+    ``<cache dir>/autotune/``: one JSON file per kernel source, tuning key,
+    configs and device. A file that cannot be read is ignored (and rewritten)."""
+
+    def __init__(self, tuner, key, configs, device):
+        from . import _C
+        from .cache import compiler_version, reached_functions
+        self.configs = configs
+        self.directory = _C.cache_dir()
+        # Hooks cannot be told apart on disk, so configs with one are always timed.
+        if not self.directory or any(c.pre_hook for c in configs):
+            self.path = None
+            return
+        kernel = _jit_function(tuner.fn)
+        parts = ["tilec-autotune", compiler_version(), _device_identity(device), str(key)]
+        parts += [fn.src for fn in reached_functions(kernel)]
+        parts += [repr(c) for c in configs]
+        digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+        self.name = kernel.__name__
+        self.path = os.path.join(self.directory, "autotune", f"{self.name[:100]}-{digest}.json")
+        self.key = key
+
+    def load(self):
+        """{Config: timing} read back, or None (no file, or a damaged one)."""
+        if self.path is None or not os.path.exists(self.path):
+            return None
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+            described = [repr(c) for c in self.configs]
+            timings = {}
+            for entry in data["configs_timings"]:
+                config = self.configs[described.index(entry["config"])]
+                timings[config] = [float(t) for t in entry["timing"]]
+            if len(timings) != len(self.configs) or not all(timings.values()):
+                return None
+            return timings
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def store(self, timings):
+        if self.path is None:
+            return
+        data = {"kernel": self.name, "key": [str(k) for k in self.key],
+                "configs_timings": [{"config": repr(c), "timing": t}
+                                    for c, t in timings.items()]}
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)  # readers see the old file or the new, never half
+        except OSError as e:
+            warnings.warn(f"autotuning results not saved in {self.path}: {e}")
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def _device_identity(device):
+    """The device the timings were taken on: 'cpu', or the GPU's name and arch."""
+    if device != "cuda":
+        return "cpu"
+    from .runtime import driver
+    index = driver.active.get_current_device()
+    name = ""
+    interface = driver.active.get_device_interface()  # torch.cuda, when torch is there
+    if interface is not None:
+        name = interface.get_device_name(index)
+    return f"cuda|{name}|{driver.arch_of(index)}"
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+             pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False,
+             do_bench=None, cache_results=False):
+    """Decorates a @jit kernel (or a @heuristics one) to choose among `configs`
+    (tilec.Config) by timing them: the first launch with a new value of the
+    arguments named in `key` (or new tensor dtypes) runs every config, and the
+    fastest is used for that key from then on.
+
+    - prune_configs_by: {'early_config_prune': f(configs, named_args, **kwargs)
+      -> configs, 'perf_model': f(**all_args) -> estimated time, 'top_k': how
+      many (an int, or a fraction of them as a float <= 1.0) of the best
+      estimates to time}.
+    - reset_to_zero: arguments zeroed before each timing run (and before the
+      launch that follows tuning); restore_value: arguments saved before each
+      timing run and restored after it, so tuning does not change them.
+    - pre_hook(args) and post_hook(args, exception): called around each timing
+      run, with the arguments by name (post_hook gets the error or None).
+    - warmup, rep: milliseconds of warm-up and of timed runs (tilec.testing.do_bench);
+      use_cuda_graph times with do_bench_cudagraph; do_bench(fn, quantiles)
+      replaces the timing function.
+    - cache_results: keep the result per key on disk, in $TILEC_CACHE_DIR/autotune,
+      for later processes.
+
+    TRITON_PRINT_AUTOTUNING=1 (or TILEC_PRINT_AUTOTUNING=1) prints each tuning's
+    best config and how long it took.
+    """
+
+    def decorator(fn):
+        return Autotuner(fn, fn.arg_names, configs, key, reset_to_zero, restore_value,
+                         pre_hook=pre_hook, post_hook=post_hook,
+                         prune_configs_by=prune_configs_by, warmup=warmup, rep=rep,
+                         use_cuda_graph=use_cuda_graph, do_bench=do_bench,
+                         cache_results=cache_results)
+
+    return decorator
+
+
+class Heuristics(_KernelWrapper):
+    """A kernel some of whose arguments are computed from the others at each
+    launch. Made by ``@tilec.heuristics``."""
+
+    def __init__(self, fn, arg_names, values):
+        self._init_wrapper(fn, arg_names)
+        self.values = dict(values)
+
+    def _with_values(self, args, kwargs):
+        kwargs = dict(kwargs)
+        for name, heuristic in self.values.items():
+            all_args = {**self._defaults, **dict(zip(self.arg_names, args)), **kwargs}
+            kwargs[name] = heuristic(all_args)
+        return kwargs
+
+    def run(self, *args, grid, **kwargs):
+        return self.fn.run(*args, grid=grid, **self._with_values(args, kwargs))
+
+    def warmup(self, *args, **kwargs):
+        return self.fn.warmup(*args, **self._with_values(args, kwargs))
+
+
+def heuristics(values):
+    """Decorates a kernel so that the arguments named in `values` are computed at
+    each launch: ``values[name](args)`` gets every argument by name (those
+    computed before it included) and returns the value, passed as a keyword.
+
+        @tilec.heuristics({"BLOCK": lambda args: tilec.next_power_of_2(args["n"])})
+        @tilec.jit
+        def kernel(x_ptr, n, BLOCK: tl.constexpr): ...
+    """
+
+    def decorator(fn):
+        return Heuristics(fn, fn.arg_names, values)
+
+    return decorator
+
