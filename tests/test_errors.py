@@ -320,3 +320,27 @@ def test_atomic_errors_name_the_line(case, message):
     with pytest.raises(tilec.CompilationError) as info:
         bad_atomic_kernel[(1,)](np.zeros(4, np.float32), CASE=case)
     assert message in str(info.value)
+
+
+@tilec.jit
+def scalar_range_kernel(x_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 8)
+    x = tl.load(x_ptr + offs)
+    if CASE == "big":
+        x = x + 300
+    elif CASE == "negative":
+        x = x * -1
+    else:
+        x = x + 255  # fits
+    tl.store(x_ptr + offs, x)
+
+
+@pytest.mark.parametrize("case,message", [("big", "Scalar 300 is out of range for type uint8"),
+                                          ("negative", "Scalar -1 is out of range for type uint8")])
+def test_python_int_out_of_range_for_the_tensor_type(case, message):
+    with pytest.raises(tilec.CompilationError) as info:
+        scalar_range_kernel[(1,)](np.zeros(8, np.uint8), CASE=case)
+    assert message in str(info.value) and "test_errors.py" in str(info.value)
+    x = np.arange(8, dtype=np.uint8)
+    scalar_range_kernel[(1,)](x, CASE="fits")
+    np.testing.assert_array_equal(x, (np.arange(8) + 255).astype(np.uint8))

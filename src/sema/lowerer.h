@@ -84,6 +84,8 @@ public:
   SVal moduleAttr(const std::string &module, const std::string &attr, const Span &span);
 
   // --- typing rules (semantic.cpp)
+  // Errors when a Python int operand does not fit the integer type `t` it takes.
+  void checkScalarFits(const SVal &s, DType t, const Span &span);
   Value *materialize(const SVal &v, const Span &span, std::optional<DType> like = std::nullopt);
   Value *constScalar(const ConstValue &c, DType d);
   static std::optional<DType> literalDType(const ConstValue &c);

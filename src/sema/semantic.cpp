@@ -54,6 +54,21 @@ Value *Lowerer::materialize(const SVal &v, const Span &span, std::optional<DType
   error(span, "expected a tensor or a number, got " + v.describe());
 }
 
+// A Python int beside an integer tensor takes the tensor's type (Triton's weak
+// scalars) and must fit it: x_uint8 + 300 is an error, not a silent wrap.
+void Lowerer::checkScalarFits(const SVal &s, DType t, const Span &span) {
+  if (!s.isConst() || s.c.kind != ConstValue::Int || !isInteger(t))
+    return;
+  int64_t v = s.c.i;
+  int bits = dtypeBits(t);
+  bool fits = bits == 64 ? (!isUnsigned(t) || v >= 0)
+              : isUnsigned(t) ? v >= 0 && v < (int64_t{1} << bits)
+                              : v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1));
+  if (!fits)
+    error(span, "Scalar " + std::to_string(v) + " is out of range for type " +
+                    ConstValue::dtype(Type::scalar(t)).repr());
+}
+
 static int kindRank(DType d) {
   if (d == DType::I1)
     return 0;
@@ -252,6 +267,8 @@ SVal Lowerer::binary(BinOpKind op, const SVal &a, const SVal &b, const Span &spa
                     "; use tl.math.floor(x / y) for floats");
   if (op == BinOpKind::Div && !isFloat(t))
     t = DType::F32; // int / int is a float division, as in Python and Triton
+  for (const SVal *s : {&a, &b})
+    checkScalarFits(*s, t, span);
   Value *x = materialize(a, span, t), *y = materialize(b, span, t);
   auto [bx, by] = broadcastPair(x, y, span);
   return SVal::tensor(elementwise(arithmeticOp(op, t), {bx, by}, span));
