@@ -61,6 +61,9 @@ void Lowerer::checkScalarFits(const SVal &s, DType t, const Span &span) {
     return;
   int64_t v = s.c.i;
   int bits = dtypeBits(t);
+  if (v < 0 && isUnsigned(t))
+    error(span, "Cannot perform a binary operation between an unsigned tensor and a negative "
+                "scalar (" + std::to_string(v) + "). Perform an explicit cast on one of them.");
   bool fits = bits == 64 ? (!isUnsigned(t) || v >= 0)
               : isUnsigned(t) ? v >= 0 && v < (int64_t{1} << bits)
                               : v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1));
@@ -105,11 +108,17 @@ DType Lowerer::computationType(const SVal &a, const SVal &b, bool divOrMod, cons
     return DType::F64;
   if (ta == DType::F32 || tb == DType::F32)
     return DType::F32;
-  for (DType half : {DType::F16, DType::BF16})
-    if (ta == half || tb == half)
-      return divOrMod ? DType::F32 : half;
-  if (isFloat(ta) || isFloat(tb)) // fp8 meets fp8 or an integer
-    return ta == tb ? (divOrMod ? DType::F32 : ta) : DType::F32;
+  if (ta == DType::F16 || tb == DType::F16) // fp16 with bf16, fp8 or an integer too
+    return divOrMod ? DType::F32 : DType::F16;
+  if (ta == DType::BF16 && tb == DType::BF16)
+    return divOrMod ? DType::F32 : DType::BF16;
+  if (ta == DType::BF16 || tb == DType::BF16) // bf16 with fp8 or an integer
+    return DType::F32;
+  if (isFloat(ta) && isFloat(tb)) // two fp8: the type if one, else fp16
+    return ta == tb ? ta : DType::F16;
+  if (isFloat(ta) || isFloat(tb))
+    error(span, std::string("an fp8 value and an integer cannot meet in arithmetic (") +
+                    dtypeName(ta) + ", " + dtypeName(tb) + "); cast one of them first");
   if (divOrMod && isUnsigned(ta) != isUnsigned(tb) && ta != DType::I1 && tb != DType::I1)
     error(span, std::string("cannot use /, // or % with ") + dtypeName(ta) + " and " +
                     dtypeName(tb) + " because they have different signedness; cast one first");
