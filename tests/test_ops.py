@@ -2766,3 +2766,60 @@ def test_atomic_sem_and_scope(sem, scope):
     buf = np.zeros(16, np.int32)
     atomic_sem_kernel[(3,)](buf, SEM=sem, SCOPE=scope)
     np.testing.assert_array_equal(buf, np.full(16, 3))
+
+
+# --- small names of triton.language
+
+
+def _swizzle_reference(i, j, size_i, size_j, size_g):
+    ij = i * size_j + j
+    group = ij // (size_g * size_j)
+    off_i = group * size_g
+    g = min(size_i - off_i, size_g)
+    ij %= size_g * size_j
+    return off_i + ij % g, ij // g
+
+
+@tilec.jit
+def swizzle_kernel(out_ptr, size_i, size_j, size_g):
+    i = tl.program_id(0)
+    j = tl.program_id(1)
+    new_i, new_j = tl.swizzle2d(i, j, size_i, size_j, size_g)
+    tl.store(out_ptr + (i * size_j + j) * 2, new_i)
+    tl.store(out_ptr + (i * size_j + j) * 2 + 1, new_j)
+
+
+def test_swizzle2d_groups_rows():
+    size_i, size_j, size_g = 7, 5, 3
+    out = np.zeros(size_i * size_j * 2, np.int32)
+    swizzle_kernel[(size_i, size_j)](out, size_i, size_j, size_g)
+    ref = [c for i in range(size_i) for j in range(size_j)
+           for c in _swizzle_reference(i, j, size_i, size_j, size_g)]
+    np.testing.assert_array_equal(out, ref)
+    pairs = {tuple(p) for p in out.reshape(-1, 2)}
+    assert len(pairs) == size_i * size_j  # a permutation of the grid
+
+
+@tilec.jit
+def small_names_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.assume(BLOCK > 0)
+    z = tl.add(tl.mul(x, y), tl.sub(x, 2))
+    row = tl.unsqueeze(z, 0)  # (1, BLOCK)
+    back = tl.squeeze(row, 0)
+    m = tl.maximum(back, y, propagate_nan=tl.PropagateNan.ALL)
+    tl.static_assert(tl.TRITON_MAX_TENSOR_NUMEL == 1048576)
+    tl.store(out_ptr + offs, tl.core.where(m > 0, m, 0.0))
+
+
+def test_add_sub_mul_squeeze_unsqueeze_assume_propagate_nan(rng):
+    x, y = nonzero(rng, 64), nonzero(rng, 64)
+    y[3] = np.nan
+    out = np.zeros(64, np.float32)
+    small_names_kernel[(1,)](x, y, out, BLOCK=64)
+    z = x * y + (x - 2)
+    ref = np.maximum(z, y)  # numpy's maximum propagates NaN
+    np.testing.assert_allclose(out, np.where(ref > 0, ref, 0.0), rtol=1e-6)
+    assert np.isnan(out[3]) or out[3] == 0  # NaN > 0 is false: where gives 0

@@ -172,12 +172,7 @@ class JITFunction:
         """Tells the compiler what a global name stands for (see bindings); a
         dotted name (triton.language.rand) is a @jit helper of a language module."""
         if "." in name:
-            module, _, attr = name.rpartition(".")
-            value = getattr(_language_modules().get(module), attr, None)
-            if not isinstance(value, JITFunction):
-                return None
-            return ("jit", value.src, value.filename, value.first_line, value.__name__,
-                    value._resolve)
+            return _language_attribute(name)
         found, value = self._lookup(name)
         if not found:
             return None
@@ -308,7 +303,30 @@ class JITFunction:
 
 def _language_modules():
     """The kernel-language modules by the names kernels know them by."""
-    return {"triton.language": tl, "triton.language.random": tl.random}
+    return {"triton.language": tl, "triton.language.random": tl.random,
+            "triton.language.standard": tl.standard}
+
+
+def _language_attribute(name):
+    """What a dotted name under a kernel-language module is, for the compiler: a
+    @jit helper (tl.rand), a constant (tl.TRITON_MAX_TENSOR_NUMEL), or a class of
+    constants used as a namespace (tl.PropagateNan)."""
+    for prefix, module in sorted(_language_modules().items(), key=lambda p: -len(p[0])):
+        if name.startswith(prefix + "."):
+            value = module
+            for part in name[len(prefix) + 1:].split("."):
+                value = getattr(value, part, None)
+            break
+    else:
+        return None
+    if isinstance(value, JITFunction):
+        return ("jit", value.src, value.filename, value.first_line, value.__name__,
+                value._resolve)
+    if isinstance(value, (bool, int, float)):
+        return ("constexpr", value)
+    if isinstance(value, type):
+        return ("module", name)
+    return None
 
 
 def _gpu_options(options):

@@ -803,10 +803,35 @@ std::map<std::string, BuiltinDef> makeTable() {
     return SVal::tuple({SVal::tensor(bx), SVal::tensor(by)});
   });
   add("expand_dims", {"input", "axis"}, expandDimsFn);
+  add("unsqueeze", {"input", "dim"}, expandDimsFn);
+  // tl.squeeze(x, dim): drops a dim of size 1.
+  add("squeeze", {"input", "dim"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    Value *x = l.tensorArg(*a[0], "input");
+    ConstValue d = constArg(l, *a[1], "tl.squeeze");
+    int dim = normalizeAxis(l, d.asInt(), x->type.rank(), a[1]->span);
+    if (x->type.shape[dim] != 1)
+      l.error(a[1]->span, "tl.squeeze(): dim " + std::to_string(dim) + " of " + x->type.str() +
+                              " is not of size 1");
+    std::vector<int64_t> shape = x->type.shape;
+    shape.erase(shape.begin() + dim);
+    return SVal::tensor(l.reshape(x, shape, c.span));
+  });
+  // tl.add / tl.sub / tl.mul: the operators as functions (sanitize_overflow is a
+  // debugging aid of Triton's that tilec does not insert).
+  for (auto [name, kind] : {std::pair{"add", BinOpKind::Add}, std::pair{"sub", BinOpKind::Sub},
+                            std::pair{"mul", BinOpKind::Mul}})
+    add(name, {"x", "y", "sanitize_overflow="},
+        [kind = kind](Lowerer &l, Args &a, R &, const Expr &c) {
+          return l.binary(kind, a[0]->val, a[1]->val, c.span);
+        });
   add("cast", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
   add("to", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
   Handler identity = [](Lowerer &l, Args &a, R &, const Expr &c) { return a[0]->val; };
   add("multiple_of", {"input", "values"}, identity);
+  // tl.assume(cond): a hint to the optimizer in Triton; tilec's analyses do not use it.
+  add("assume", {"cond"}, [](Lowerer &, Args &, R &, const Expr &) {
+    return SVal::constant(ConstValue::none());
+  });
   add("max_contiguous", {"input", "values"}, identity);
   add("max_constancy", {"input", "values"}, identity);
   add("constexpr", {"value"}, identity);

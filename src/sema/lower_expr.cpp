@@ -142,12 +142,16 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
     if (attr == "cuda")
       return SVal::module("triton.language.extra.cuda");
   }
-  // A helper written in the kernel language (tl.rand, ...): the Python side
-  // resolves the dotted name to its @jit function.
+  // A helper written in the kernel language (tl.rand, ...) or a constant of a
+  // language module: the Python side resolves the dotted name.
   if (const auto &resolver = frame().resolver) {
     GlobalBinding g = resolver->lookup(module + "." + attr);
     if (g.kind == GlobalBinding::JitFunction)
       return SVal::jit(g.fn);
+    if (g.kind == GlobalBinding::Constexpr) // tl.TRITON_MAX_TENSOR_NUMEL, tl.PropagateNan.ALL
+      return SVal::constant(g.value);
+    if (g.kind == GlobalBinding::Module) // tl.PropagateNan: a namespace of constants
+      return SVal::module(g.module);
   }
   error(span, "module '" + module + "' has no attribute '" + attr + "' that kernels can use");
 }

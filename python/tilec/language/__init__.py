@@ -5,6 +5,8 @@ kernel's source and gives each call its meaning. Calling one from plain Python
 raises an error that says so.
 """
 
+import sys
+
 from . import math  # noqa: F401
 from . import extra  # noqa: F401
 
@@ -108,7 +110,7 @@ sigmoid fma div_rn fdiv umulhi cdiv sum max min argmax argmin cumsum softmax dot
 ravel trans permute broadcast_to broadcast expand_dims cast multiple_of max_contiguous
 max_constancy debug_barrier static_assert static_print device_assert device_print
 static_range range atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor
-atomic_xchg atomic_cas to_tensor
+atomic_xchg atomic_cas to_tensor add sub mul squeeze unsqueeze assume
 """.split()
 
 for _name in _FUNCTIONS:
@@ -120,3 +122,19 @@ from . import random  # noqa: E402
 from .random import (  # noqa: E402,F401
     pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn,
     randn4x, uint_to_uniform_float)
+
+# Helpers written in the kernel language (standard.py).
+from . import standard  # noqa: E402
+from .standard import swizzle2d  # noqa: E402,F401
+
+# The largest number of elements a tensor may have, as in Triton.
+TRITON_MAX_TENSOR_NUMEL = 1048576
+
+
+class PropagateNan:
+    """`propagate_nan=` of tl.minimum, tl.maximum and tl.clamp, as Triton spells it."""
+    NONE = 0
+    ALL = 0xFFFF
+
+
+core = sys.modules[__name__]  # triton.language.core and .standard name the same functions
