@@ -2823,3 +2823,54 @@ def test_add_sub_mul_squeeze_unsqueeze_assume_propagate_nan(rng):
     ref = np.maximum(z, y)  # numpy's maximum propagates NaN
     np.testing.assert_allclose(out, np.where(ref > 0, ref, 0.0), rtol=1e-6)
     assert np.isnan(out[3]) or out[3] == 0  # NaN > 0 is false: where gives 0
+
+
+# --- tensor descriptors
+
+
+@tilec.jit
+def descriptor_copy_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    tile = src.load([pm * BM, pn * BN])
+    tl.static_assert(src.block_shape == (BM, BN))
+    dst.store([pm * BM, pn * BN], tile * 2 + 1)
+
+
+def test_tensor_descriptor_load_and_store_clip_at_the_edges(rng):
+    M, N = 37, 53
+    x, y = nonzero(rng, (M, N)), np.zeros((M, N), np.float32)
+    guard = np.zeros((M + 8, N), np.float32)  # nothing is written past the tensor
+    guard[:M] = y
+    y = guard[:M]
+    descriptor_copy_kernel[(tilec.cdiv(M, 16), tilec.cdiv(N, 32))](x, y, M, N, BM=16, BN=32)
+    np.testing.assert_array_equal(y, x * 2 + 1)
+    assert (guard[M:] == 0).all()
+
+
+@tilec.jit
+def descriptor_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load_tensor_descriptor(a_desc, [pm * BM, k * BK])
+        b = b_desc.load([k * BK, pn * BN])
+        acc = tl.dot(a, b, acc)
+    tl.store_tensor_descriptor(c_desc, [pm * BM, pn * BN], acc)
+
+
+def test_matmul_through_tensor_descriptors(rng):
+    torch = pytest.importorskip("torch")
+    M, N, K = 96, 80, 72
+    a = torch.from_numpy(nonzero(rng, (M, K))).half()
+    b = torch.from_numpy(nonzero(rng, (K, N))).half()
+    c = torch.zeros(M, N)
+    descriptor_matmul_kernel[(tilec.cdiv(M, 64), tilec.cdiv(N, 32))](a, b, c, M, N, K, BM=64,
+                                                                      BN=32, BK=32)
+    np.testing.assert_allclose(c.numpy(), (a.double() @ b.double()).numpy(), rtol=1e-5,
+                               atol=1e-4)

@@ -309,6 +309,67 @@ SVal advance(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(l.b_.create1(OpKind::Advance, operands, p->type));
 }
 
+// tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
+// block_shape of a row-major tensor; desc.load(offsets) and desc.store(offsets,
+// value) read and write the tile at `offsets`, zeros outside the tensor, as
+// Triton's (TMA) descriptors do. Built on a block pointer at offset 0.
+SVal makeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
+  std::vector<int64_t> block = l.shapeArg(*a[3], "block_shape");
+  if (given(a[4]) && !(a[4]->val.isConst() && a[4]->val.c.kind == ConstValue::Str &&
+                       a[4]->val.c.s == "zero"))
+    l.error(a[4]->span, "tl.make_tensor_descriptor(): padding_option must be 'zero'");
+  std::vector<ConstValue> zeros, order;
+  for (size_t d = 0; d < block.size(); ++d) {
+    zeros.push_back(ConstValue::integer(0));
+    order.push_back(ConstValue::integer((int64_t)(block.size() - 1 - d)));
+  }
+  Args bp(6);
+  bp[0] = a[0];
+  bp[1] = a[1];
+  bp[2] = a[2];
+  bp[3] = Arg{SVal::constant(ConstValue::tuple(zeros)), call.span};
+  bp[4] = a[3];
+  bp[5] = Arg{SVal::constant(ConstValue::tuple(order)), call.span};
+  return makeBlockPtr(l, bp, rest, call);
+}
+
+// The tile of descriptor a[0] at offsets a[1]: its block pointer moved there.
+Value *descriptorTile(Lowerer &l, Args &a, const Expr &call, const char *fnName) {
+  Value *p = l.tensorArg(*a[0], "desc");
+  if (p->type.dtype != DType::BlockPtr)
+    l.error(a[0]->span, std::string(fnName) + "() needs a tensor descriptor, got " +
+                            p->type.str());
+  Args adv(2);
+  adv[0] = a[0];
+  adv[1] = a[1];
+  std::vector<Arg> none;
+  return advance(l, adv, none, call).v;
+}
+
+SVal loadTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *p = descriptorTile(l, a, call, "tl.load_tensor_descriptor");
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < p->type.blockShape.size(); ++d)
+    all.push_back((int64_t)d);
+  Op *op = l.b_.create(OpKind::LoadBlock, {p},
+                       {Type::scalar(p->type.pointee).withShape(p->type.blockShape)});
+  op->setAttr("boundary_check", all);
+  op->setAttr("padding", "zero");
+  return SVal::tensor(op->result());
+}
+
+SVal storeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *p = descriptorTile(l, a, call, "tl.store_tensor_descriptor");
+  Value *v = l.materialize(a[2]->val, a[2]->span, p->type.pointee);
+  v = l.broadcastTo(v, p->type.blockShape, a[2]->span);
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < p->type.blockShape.size(); ++d)
+    all.push_back((int64_t)d);
+  Op *op = l.b_.create(OpKind::StoreBlock, {p, v}, {});
+  op->setAttr("boundary_check", all);
+  return SVal::constant(ConstValue::none());
+}
+
 // --- math
 
 SVal unaryMath(Lowerer &l, Args &a, const Expr &call, OpKind kind, const char *name,
@@ -687,6 +748,10 @@ std::map<std::string, BuiltinDef> makeTable() {
     return SVal::tensor(l.materialize(a[0]->val, a[0]->span));
   });
   add("advance", {"base", "offsets"}, advance);
+  add("make_tensor_descriptor", {"base", "shape", "strides", "block_shape", "padding_option="},
+      makeTensorDescriptor);
+  add("load_tensor_descriptor", {"desc", "offsets"}, loadTensorDescriptor);
+  add("store_tensor_descriptor", {"desc", "offsets", "value"}, storeTensorDescriptor);
   add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);
   });
@@ -990,6 +1055,19 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
     Op *op = b_.create(OpKind::Trans, {v}, {v->type.withShape({v->type.shape[1], v->type.shape[0]})});
     op->setAttr("order", std::vector<int64_t>{1, 0});
     return SVal::tensor(op->result());
+  }
+  if (v->type.dtype == DType::BlockPtr) { // a tensor descriptor's methods and block shape
+    if (attr == "load" || attr == "store") {
+      SVal m = SVal::builtin(attr + "_tensor_descriptor");
+      m.elems.push_back(base);
+      return m;
+    }
+    if (attr == "block_shape") {
+      std::vector<ConstValue> dims;
+      for (int64_t d : v->type.blockShape)
+        dims.push_back(ConstValue::integer(d));
+      return SVal::constant(ConstValue::tuple(dims));
+    }
   }
   if (isTensorMethod(attr)) {
     SVal m = SVal::builtin(attr == "abs" ? "abs" : attr);
