@@ -2874,3 +2874,60 @@ def test_matmul_through_tensor_descriptors(rng):
                                                                       BN=32, BK=32)
     np.testing.assert_allclose(c.numpy(), (a.double() @ b.double()).numpy(), rtol=1e-5,
                                atol=1e-4)
+
+
+# --- join, split, interleave, cat
+
+
+@tilec.jit
+def join_split_kernel(a_ptr, b_ptr, joined_ptr, a2_ptr, b2_ptr, inter_ptr, cat_ptr,
+                      N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    j = tl.join(a, b)  # (N, 2)
+    tl.store(joined_ptr + offs[:, None] * 2 + tl.arange(0, 2)[None, :], j)
+    x, y = tl.split(j)
+    tl.store(a2_ptr + offs, x)
+    tl.store(b2_ptr + offs, y)
+    tl.store(inter_ptr + tl.arange(0, 2 * N), tl.interleave(a, b))
+    tl.store(cat_ptr + tl.arange(0, 2 * N), tl.cat(a, b, can_reorder=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.uint8, np.float16, np.int64])
+def test_join_split_interleave_cat(rng, dtype):
+    n = 64
+    if np.issubdtype(dtype, np.floating):
+        a = nonzero(rng, n).astype(dtype)
+        b = (-nonzero(rng, n)).astype(dtype)
+        a[0], b[1], a[2] = np.nan, -0.0, np.inf  # split keeps every bit
+    else:
+        a, b = full_range(rng, n, dtype), full_range(rng, n, dtype)
+    outs = [np.zeros(2 * n, dtype), np.zeros(n, dtype), np.zeros(n, dtype),
+            np.zeros(2 * n, dtype), np.zeros(2 * n, dtype)]
+    join_split_kernel[(1,)](a, b, *outs, N=n)
+    joined, a2, b2, inter, cat = outs
+    same = lambda x, y: np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))  # noqa: E731
+    same(joined, np.stack([a, b], axis=1).ravel())
+    same(a2, a)
+    same(b2, b)
+    same(inter, np.stack([a, b], axis=1).ravel())
+    same(cat, np.concatenate([a, b]))
+
+
+@tilec.jit
+def split_2d_kernel(x_ptr, lo_ptr, hi_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None, None] * N * 2 + rn[None, :, None] * 2 +
+                tl.arange(0, 2)[None, None, :])
+    lo, hi = x.split()
+    tl.store(lo_ptr + rm[:, None] * N + rn[None, :], lo)
+    tl.store(hi_ptr + rm[:, None] * N + rn[None, :], hi)
+
+
+def test_split_of_a_3d_tensor(rng):
+    x = nonzero(rng, (8, 16, 2))
+    lo, hi = np.zeros((8, 16), np.float32), np.zeros((8, 16), np.float32)
+    split_2d_kernel[(1,)](x, lo, hi, M=8, N=16)
+    np.testing.assert_array_equal(lo, x[..., 0])
+    np.testing.assert_array_equal(hi, x[..., 1])

@@ -309,6 +309,113 @@ SVal advance(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(l.b_.create1(OpKind::Advance, operands, p->type));
 }
 
+// --- join, split, interleave, cat: built from ops every backend has. join
+// selects between its operands along a new last dim of 2; split takes each half
+// with a max, over that dim, of the bits as signed integers (exact for every
+// value, NaN and -0.0 included).
+
+// The index along a new last dim of 2, broadcast to `shape` (whose last dim is 2).
+Value *lastDimIndex(Lowerer &l, const std::vector<int64_t> &shape, const Span &span) {
+  Op *range = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({2})});
+  range->setAttr("start", (int64_t)0);
+  range->setAttr("end", (int64_t)2);
+  Value *r = range->result();
+  if (shape.size() > 1)
+    r = l.reshape(r, [&] {
+      std::vector<int64_t> s(shape.size(), 1);
+      s.back() = 2;
+      return s;
+    }(), span);
+  return l.broadcastTo(r, shape, span);
+}
+
+Value *joinValues(Lowerer &l, Value *a, Value *b, const Span &span) {
+  if (a->type.dtype != b->type.dtype)
+    l.error(span, "tl.join() needs two tensors of one type, got " + a->type.str() + " and " +
+                      b->type.str());
+  auto [x, y] = l.broadcastPair(a, b, span);
+  std::vector<int64_t> shape = x->type.shape;
+  shape.push_back(2);
+  auto widen = [&](Value *v) {
+    v = v->type.isScalar() ? v : l.expandDims(v, v->type.rank());
+    return l.broadcastTo(v, shape, span);
+  };
+  Value *first = l.b_.create1(OpKind::CmpEq,
+                              {lastDimIndex(l, shape, span),
+                               l.splatTo(l.constScalar(ConstValue::integer(0), DType::I32), shape)},
+                              Type::scalar(DType::I1).withShape(shape));
+  Value *wx = widen(x), *wy = widen(y);
+  return l.b_.create1(OpKind::Select, {first, wx, wy}, wx->type);
+}
+
+SVal joinFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  return SVal::tensor(joinValues(l, l.materialize(a[0]->val, a[0]->span),
+                                 l.materialize(a[1]->val, a[1]->span), call.span));
+}
+
+SVal splitFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "a");
+  if (x->type.isScalar() || x->type.shape.back() != 2)
+    l.error(a[0]->span, "tl.split() needs a tensor whose last dim is 2, got " + x->type.str());
+  DType d = x->type.dtype;
+  int bits = std::max(dtypeBits(d), 8);
+  DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
+  Value *ints = d == DType::I1 ? l.castTo(x, DType::I8)
+                : d == asInt  ? x
+                              : l.b_.create1(OpKind::Bitcast, {x}, x->type.withDType(asInt));
+  std::vector<int64_t> shape = x->type.shape;
+  Value *index = lastDimIndex(l, shape, call.span);
+  Value *lowest = l.splatTo(
+      l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
+      shape);
+  std::vector<SVal> halves;
+  for (int k = 0; k < 2; ++k) {
+    Value *is = l.b_.create1(
+        OpKind::CmpEq, {index, l.splatTo(l.constScalar(ConstValue::integer(k), DType::I32), shape)},
+        Type::scalar(DType::I1).withShape(shape));
+    Value *picked = l.b_.create1(OpKind::Select, {is, ints, lowest}, ints->type);
+    Value *m = l.reduce(OpKind::ReduceMax, picked,
+                        SVal::constant(ConstValue::integer((int64_t)shape.size() - 1)), false,
+                        call.span)
+                   .v;
+    Value *back = d == DType::I1 ? l.castTo(m, DType::I1)
+                  : d == asInt  ? m
+                                : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d));
+    halves.push_back(SVal::tensor(back));
+  }
+  return SVal::tuple(halves);
+}
+
+// tl.interleave(a, b): a[0], b[0], a[1], b[1], ... along the last dim.
+SVal interleaveFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *j = joinValues(l, l.tensorArg(*a[0], "a"), l.tensorArg(*a[1], "b"), call.span);
+  std::vector<int64_t> shape(j->type.shape.begin(), j->type.shape.end() - 1);
+  if (shape.empty())
+    return SVal::tensor(j);
+  shape.back() *= 2;
+  return SVal::tensor(l.reshape(j, shape, call.span));
+}
+
+// tl.cat(a, b, can_reorder=...): b after a along dim 0 (in order, whatever can_reorder says).
+SVal catFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input"), *y = l.tensorArg(*a[1], "other");
+  if (x->type.shape != y->type.shape || x->type.isScalar())
+    l.error(call.span, "tl.cat() needs two tensors of one shape, got " + x->type.str() + " and " +
+                           y->type.str());
+  Value *j = joinValues(l, x, y, call.span); // (n, ..., 2)
+  int rank = j->type.rank();
+  std::vector<int64_t> order = {rank - 1}, shape = {2};
+  for (int d = 0; d + 1 < rank; ++d) {
+    order.push_back(d);
+    shape.push_back(j->type.shape[d]);
+  }
+  Op *t = l.b_.create(OpKind::Trans, {j}, {j->type.withShape(shape)});
+  t->setAttr("order", order);
+  std::vector<int64_t> out = x->type.shape;
+  out[0] *= 2;
+  return SVal::tensor(l.reshape(t->result(), out, call.span));
+}
+
 // tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
 // block_shape of a row-major tensor; desc.load(offsets) and desc.store(offsets,
 // value) read and write the tile at `offsets`, zeros outside the tensor, as
@@ -748,6 +855,10 @@ std::map<std::string, BuiltinDef> makeTable() {
     return SVal::tensor(l.materialize(a[0]->val, a[0]->span));
   });
   add("advance", {"base", "offsets"}, advance);
+  add("join", {"a", "b"}, joinFn);
+  add("split", {"a"}, splitFn);
+  add("interleave", {"a", "b"}, interleaveFn);
+  add("cat", {"input", "other", "can_reorder="}, catFn);
   add("make_tensor_descriptor", {"base", "shape", "strides", "block_shape", "padding_option="},
       makeTensorDescriptor);
   add("load_tensor_descriptor", {"desc", "offsets"}, loadTensorDescriptor);
@@ -980,7 +1091,7 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel"};
+      "ravel",   "split"};
   for (const char *m : methods)
     if (name == m)
       return true;
