@@ -2931,3 +2931,25 @@ def test_split_of_a_3d_tensor(rng):
     split_2d_kernel[(1,)](x, lo, hi, M=8, N=16)
     np.testing.assert_array_equal(lo, x[..., 0])
     np.testing.assert_array_equal(hi, x[..., 1])
+
+
+@tilec.jit
+def flip_cat_kernel(x_ptr, f0_ptr, f1_ptr, c1_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(f0_ptr + rm[:, None] * N + rn[None, :], tl.flip(x, 0))
+    tl.store(f1_ptr + rm[:, None] * N + rn[None, :], x.flip())  # the last dim
+    c = tl.cat(x, x * 2, dim=1)  # (M, 2N)
+    tl.store(c1_ptr + rm[:, None] * 2 * N + tl.arange(0, 2 * N)[None, :], c)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16])
+def test_flip_and_cat_along_a_dim(rng, dtype):
+    M, N = 8, 16
+    x = (nonzero(rng, (M, N)) * 10).astype(dtype)
+    f0, f1 = np.zeros_like(x), np.zeros_like(x)
+    c1 = np.zeros((M, 2 * N), dtype)
+    flip_cat_kernel[(1,)](x, f0, f1, c1, M=M, N=N)
+    np.testing.assert_array_equal(f0, x[::-1])
+    np.testing.assert_array_equal(f1, x[:, ::-1])
+    np.testing.assert_array_equal(c1, np.concatenate([x, (x * 2).astype(dtype)], axis=1))

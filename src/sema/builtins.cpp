@@ -309,6 +309,8 @@ SVal advance(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(l.b_.create1(OpKind::Advance, operands, p->type));
 }
 
+ConstValue constArg(Lowerer &l, const Arg &a, const char *fn);
+
 // --- join, split, interleave, cat: built from ops every backend has. join
 // selects between its operands along a new last dim of 2; split takes each half
 // with a max, over that dim, of the bits as signed integers (exact for every
@@ -353,10 +355,8 @@ SVal joinFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
                                  l.materialize(a[1]->val, a[1]->span), call.span));
 }
 
-SVal splitFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
-  Value *x = l.tensorArg(*a[0], "a");
-  if (x->type.isScalar() || x->type.shape.back() != 2)
-    l.error(a[0]->span, "tl.split() needs a tensor whose last dim is 2, got " + x->type.str());
+std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) {
+  const Span &callSpan = span;
   DType d = x->type.dtype;
   int bits = std::max(dtypeBits(d), 8);
   DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
@@ -364,11 +364,11 @@ SVal splitFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
                 : d == asInt  ? x
                               : l.b_.create1(OpKind::Bitcast, {x}, x->type.withDType(asInt));
   std::vector<int64_t> shape = x->type.shape;
-  Value *index = lastDimIndex(l, shape, call.span);
+  Value *index = lastDimIndex(l, shape, callSpan);
   Value *lowest = l.splatTo(
       l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
       shape);
-  std::vector<SVal> halves;
+  std::vector<Value *> halves;
   for (int k = 0; k < 2; ++k) {
     Value *is = l.b_.create1(
         OpKind::CmpEq, {index, l.splatTo(l.constScalar(ConstValue::integer(k), DType::I32), shape)},
@@ -376,14 +376,64 @@ SVal splitFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     Value *picked = l.b_.create1(OpKind::Select, {is, ints, lowest}, ints->type);
     Value *m = l.reduce(OpKind::ReduceMax, picked,
                         SVal::constant(ConstValue::integer((int64_t)shape.size() - 1)), false,
-                        call.span)
+                        callSpan)
                    .v;
     Value *back = d == DType::I1 ? l.castTo(m, DType::I1)
                   : d == asInt  ? m
                                 : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d));
-    halves.push_back(SVal::tensor(back));
+    halves.push_back(back);
   }
-  return SVal::tuple(halves);
+  return {halves[0], halves[1]};
+}
+
+SVal splitFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "a");
+  if (x->type.isScalar() || x->type.shape.back() != 2)
+    l.error(a[0]->span, "tl.split() needs a tensor whose last dim is 2, got " + x->type.str());
+  auto [lo, hi] = splitValues(l, x, call.span);
+  return SVal::tuple({SVal::tensor(lo), SVal::tensor(hi)});
+}
+
+Value *permuteValue(Lowerer &l, Value *x, const std::vector<int64_t> &order) {
+  std::vector<int64_t> shape;
+  for (int64_t d : order)
+    shape.push_back(x->type.shape[d]);
+  Op *t = l.b_.create(OpKind::Trans, {x}, {x->type.withShape(shape)});
+  t->setAttr("order", order);
+  return t->result();
+}
+
+// tl.flip(x, dim=None): reversed along dim (the last by default). The dim,
+// of size 2^k, is reshaped into k dims of 2, whose halves are swapped in turn.
+SVal flipFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "x");
+  int rank = x->type.rank();
+  if (rank == 0)
+    return SVal::tensor(x);
+  int dim = given(a[1]) ? normalizeAxis(l, constArg(l, *a[1], "tl.flip").asInt(), rank, a[1]->span)
+                        : rank - 1;
+  std::vector<int64_t> shape = x->type.shape, split(shape.begin(), shape.begin() + dim);
+  int steps = 0;
+  while ((int64_t{1} << steps) < shape[dim])
+    ++steps;
+  for (int i = 0; i < steps; ++i)
+    split.push_back(2);
+  split.insert(split.end(), shape.begin() + dim + 1, shape.end());
+  Value *y = l.reshape(x, split, call.span);
+  int n = (int)split.size();
+  for (int i = 0; i < steps; ++i) {
+    int axis = dim + i;
+    std::vector<int64_t> toLast, back(n);
+    for (int d = 0; d < n; ++d)
+      if (d != axis)
+        toLast.push_back(d);
+    toLast.push_back(axis);
+    for (int d = 0; d < n; ++d)
+      back[toLast[d]] = d;
+    auto [lo, hi] = splitValues(l, permuteValue(l, y, toLast), call.span);
+    y = permuteValue(l, joinValues(l, hi, lo, call.span), back);
+  }
+  return SVal::tensor(l.reshape(y, shape, call.span));
 }
 
 // tl.interleave(a, b): a[0], b[0], a[1], b[1], ... along the last dim.
@@ -396,24 +446,24 @@ SVal interleaveFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(l.reshape(j, shape, call.span));
 }
 
-// tl.cat(a, b, can_reorder=...): b after a along dim 0 (in order, whatever can_reorder says).
+// tl.cat(a, b, can_reorder=..., dim=0): b after a along dim (in order, whatever
+// can_reorder says): join's new last dim moved before dim, then merged into it.
 SVal catFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *x = l.tensorArg(*a[0], "input"), *y = l.tensorArg(*a[1], "other");
   if (x->type.shape != y->type.shape || x->type.isScalar())
     l.error(call.span, "tl.cat() needs two tensors of one shape, got " + x->type.str() + " and " +
                            y->type.str());
-  Value *j = joinValues(l, x, y, call.span); // (n, ..., 2)
-  int rank = j->type.rank();
-  std::vector<int64_t> order = {rank - 1}, shape = {2};
-  for (int d = 0; d + 1 < rank; ++d) {
+  int rank = x->type.rank();
+  int dim = given(a[3]) ? normalizeAxis(l, constArg(l, *a[3], "tl.cat").asInt(), rank, a[3]->span)
+                        : 0;
+  Value *j = joinValues(l, x, y, call.span); // (..., 2)
+  std::vector<int64_t> order;
+  for (int d = 0; d < rank; ++d)
     order.push_back(d);
-    shape.push_back(j->type.shape[d]);
-  }
-  Op *t = l.b_.create(OpKind::Trans, {j}, {j->type.withShape(shape)});
-  t->setAttr("order", order);
+  order.insert(order.begin() + dim, rank);
   std::vector<int64_t> out = x->type.shape;
-  out[0] *= 2;
-  return SVal::tensor(l.reshape(t->result(), out, call.span));
+  out[dim] *= 2;
+  return SVal::tensor(l.reshape(permuteValue(l, j, order), out, call.span));
 }
 
 // tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
@@ -858,7 +908,8 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("join", {"a", "b"}, joinFn);
   add("split", {"a"}, splitFn);
   add("interleave", {"a", "b"}, interleaveFn);
-  add("cat", {"input", "other", "can_reorder="}, catFn);
+  add("cat", {"input", "other", "can_reorder=", "dim="}, catFn);
+  add("flip", {"x", "dim="}, flipFn);
   add("make_tensor_descriptor", {"base", "shape", "strides", "block_shape", "padding_option="},
       makeTensorDescriptor);
   add("load_tensor_descriptor", {"desc", "offsets"}, loadTensorDescriptor);
@@ -1091,7 +1142,7 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel",   "split"};
+      "ravel",   "split",  "flip"};
   for (const char *m : methods)
     if (name == m)
       return true;
