@@ -2953,3 +2953,78 @@ def test_flip_and_cat_along_a_dim(rng, dtype):
     np.testing.assert_array_equal(f0, x[::-1])
     np.testing.assert_array_equal(f1, x[:, ::-1])
     np.testing.assert_array_equal(c1, np.concatenate([x, (x * 2).astype(dtype)], axis=1))
+
+
+# --- tl.reduce with a @jit combine function, xor_sum, reduce_or
+
+
+@tilec.jit
+def _add_combine(a, b):
+    return a + b
+
+
+@tilec.jit
+def _argmax_combine(v0, i0, v1, i1):
+    take1 = (v1 > v0) | ((v1 == v0) & (i1 < i0))  # the first index of the maximum
+    return tl.where(take1, v1, v0), tl.where(take1, i1, i0)
+
+
+@tilec.jit
+def generic_reduce_kernel(x_ptr, i_ptr, sum_ptr, max_ptr, arg_ptr, xor_ptr, or_ptr, all_ptr,
+                          M: tl.constexpr, N: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    bits = tl.load(i_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(sum_ptr + rm, tl.reduce(x, 1, _add_combine))
+    idx = tl.broadcast_to(rn[None, :], (M, N))
+    best, where = tl.reduce((x, idx), 1, _argmax_combine)
+    tl.store(max_ptr + rm, best)
+    tl.store(arg_ptr + rm, where)
+    tl.store(xor_ptr + rn, tl.xor_sum(bits, axis=0))
+    tl.store(or_ptr + rn, tl.reduce_or(bits, 0))
+    tl.store(all_ptr, tl.xor_sum(bits))
+
+
+def test_reduce_with_a_combine_function_and_bitwise_reductions(rng):
+    M, N = 16, 32
+    x = np.round(nonzero(rng, (M, N)) * 4).astype(np.float32)  # ties for argmax; exact sums
+    x[3, 5] = x[3, 9] = 99.0
+    bits = full_range(rng, (M, N), np.int32)
+    outs = [np.zeros(M, np.float32), np.zeros(M, np.float32), np.zeros(M, np.int32),
+            np.zeros(N, np.int32), np.zeros(N, np.int32), np.zeros(1, np.int32)]
+    generic_reduce_kernel[(1,)](x, bits, *outs, M=M, N=N)
+    s, mx, arg, xr, orr, allx = outs
+    np.testing.assert_array_equal(s, x.sum(axis=1))
+    np.testing.assert_array_equal(mx, x.max(axis=1))
+    np.testing.assert_array_equal(arg, x.argmax(axis=1))
+    assert arg[3] == 5
+    np.testing.assert_array_equal(xr, np.bitwise_xor.reduce(bits, axis=0))
+    np.testing.assert_array_equal(orr, np.bitwise_or.reduce(bits, axis=0))
+    assert allx[0] == np.bitwise_xor.reduce(bits.ravel())
+
+
+@tilec.jit
+def gather_histogram_kernel(src_ptr, idx_ptr, out_ptr, data_ptr, hist_ptr, n,
+                            M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                            BINS: tl.constexpr, BLOCK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    src = tl.load(src_ptr + rm[:, None] * N + rn[None, :])          # (M, N)
+    idx = tl.load(idx_ptr + rk[:, None] * N + rn[None, :])          # (K, N), rows of src
+    tl.store(out_ptr + rk[:, None] * N + rn[None, :], tl.gather(src, idx, 0))
+    offs = tl.arange(0, BLOCK)
+    data = tl.load(data_ptr + offs, mask=offs < n, other=0)
+    tl.store(hist_ptr + tl.arange(0, BINS), tl.histogram(data, BINS, mask=offs < n))
+
+
+def test_gather_and_histogram(rng):
+    M, N, K, BINS, n = 16, 8, 32, 16, 200
+    src = nonzero(rng, (M, N))
+    src[2, 3] = -0.0
+    idx = rng.integers(0, M, size=(K, N)).astype(np.int32)
+    data = rng.integers(-3, BINS + 3, size=n).astype(np.int32)  # some outside the bins
+    out, hist = np.zeros((K, N), np.float32), np.zeros(BINS, np.int32)
+    gather_histogram_kernel[(1,)](src, idx, out, data, hist, n, M=M, N=N, K=K, BINS=BINS,
+                                  BLOCK=256)
+    np.testing.assert_array_equal(out.view(np.uint32), np.take_along_axis(src, idx, 0).view(np.uint32))
+    np.testing.assert_array_equal(hist, np.bincount(data[(data >= 0) & (data < BINS)],
+                                                    minlength=BINS))

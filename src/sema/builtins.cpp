@@ -466,6 +466,205 @@ SVal catFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(l.reshape(permuteValue(l, j, order), out, call.span));
 }
 
+// --- reductions with any combine function (tl.reduce, xor_sum, reduce_or): a
+// tree of split and combine. The axis goes last; while it is longer than 1 it
+// is cut into pairs, split, and each pair combined, halving it.
+
+using Combine = std::function<std::vector<Value *>(const std::vector<Value *> &lo,
+                                                   const std::vector<Value *> &hi)>;
+
+std::vector<Value *> treeReduce(Lowerer &l, std::vector<Value *> xs, int axis, bool keepDims,
+                                const Combine &combine, const Span &span) {
+  std::vector<int64_t> shape = xs[0]->type.shape;
+  int rank = (int)shape.size();
+  std::vector<int64_t> toLast;
+  for (int d = 0; d < rank; ++d)
+    if (d != axis)
+      toLast.push_back(d);
+  toLast.push_back(axis);
+  for (Value *&x : xs) {
+    if (x->type.shape != shape)
+      l.error(span, "the tensors reduced together must have one shape, got " + x->type.str() +
+                        " and " + xs[0]->type.str());
+    x = permuteValue(l, x, toLast);
+  }
+  std::vector<int64_t> rest(toLast.size() - 1);
+  for (size_t d = 0; d + 1 < toLast.size(); ++d)
+    rest[d] = shape[toLast[d]];
+  for (int64_t n = shape[axis]; n > 1; n /= 2) {
+    std::vector<int64_t> pairs = rest;
+    pairs.push_back(n / 2);
+    pairs.push_back(2);
+    std::vector<Value *> lo, hi;
+    for (Value *x : xs) {
+      auto [a, b] = splitValues(l, l.reshape(x, pairs, span), span);
+      lo.push_back(a);
+      hi.push_back(b);
+    }
+    xs = combine(lo, hi);
+  }
+  for (Value *&x : xs) {
+    x = l.reshape(x, rest, span); // drops the axis, now of size 1
+    if (keepDims) {
+      std::vector<int64_t> kept = shape;
+      kept[axis] = 1;
+      x = l.reshape(x, kept, span);
+    }
+  }
+  return xs;
+}
+
+// The tensors of a reduction's input (one, or a tuple) and its axis; axis=None
+// reduces the flattened tensors along their one dim.
+std::pair<std::vector<Value *>, int> reductionInputs(Lowerer &l, const Arg &input,
+                                                     const std::optional<Arg> &axisArg,
+                                                     const char *fnName) {
+  std::vector<Value *> xs;
+  if (input.val.kind == SVal::Tuple)
+    for (const SVal &e : input.val.elems)
+      xs.push_back(l.materialize(e, input.span));
+  else
+    xs.push_back(l.materialize(input.val, input.span));
+  for (Value *&x : xs)
+    if (x->type.isScalar())
+      x = l.splatTo(x, {1});
+  if (!given(axisArg)) {
+    for (Value *&x : xs)
+      x = l.reshape(x, {x->type.numel()}, input.span);
+    return {xs, 0};
+  }
+  int axis = normalizeAxis(l, constArg(l, *axisArg, fnName).asInt(), xs[0]->type.rank(),
+                           axisArg->span);
+  return {xs, axis};
+}
+
+SVal reductionResult(const std::vector<Value *> &xs, bool tuple) {
+  if (!tuple)
+    return SVal::tensor(xs[0]);
+  std::vector<SVal> out;
+  for (Value *x : xs)
+    out.push_back(SVal::tensor(x));
+  return SVal::tuple(out);
+}
+
+// tl.reduce(input, axis, combine_fn, keep_dims=False): combine_fn, a @jit
+// function of (a..., b...) returning the combined values, applied in a tree.
+SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  if (a[2]->val.kind != SVal::JitFn)
+    l.error(a[2]->span, "tl.reduce() needs a @jit combine function, got " + a[2]->val.describe());
+  std::shared_ptr<JitFunctionRef> fn = a[2]->val.fn;
+  auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.reduce");
+  bool keep = given(a[3]) && a[3]->val.c.truthy();
+  size_t k = xs.size();
+  Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
+    CallArgs args;
+    args.span = call.span;
+    for (const auto *side : {&lo, &hi})
+      for (Value *v : *side)
+        args.positional.push_back(Arg{SVal::tensor(v), call.span});
+    SVal r = l.inlineJit(*fn, args, call);
+    std::vector<Value *> out;
+    if (r.kind == SVal::Tuple)
+      for (const SVal &e : r.elems)
+        out.push_back(l.materialize(e, call.span));
+    else
+      out.push_back(l.materialize(r, call.span));
+    if (out.size() != k)
+      l.error(call.span, "the combine function of tl.reduce() must return " + std::to_string(k) +
+                             " value(s), one per input, got " + std::to_string(out.size()));
+    for (size_t i = 0; i < k; ++i)
+      if (out[i]->type.shape != lo[i]->type.shape)
+        out[i] = l.broadcastTo(out[i], lo[i]->type.shape, call.span);
+    return out;
+  };
+  return reductionResult(treeReduce(l, xs, axis, keep, combine, call.span),
+                         a[0]->val.kind == SVal::Tuple);
+}
+
+// xor_sum and reduce_or: the tree with one bitwise op.
+SVal bitwiseReduce(Lowerer &l, Args &a, const Expr &call, OpKind op, const char *fnName) {
+  auto [xs, axis] = reductionInputs(l, *a[0], a[1], fnName);
+  if (!isInteger(xs[0]->type.dtype) && xs[0]->type.dtype != DType::I1)
+    l.error(a[0]->span, std::string(fnName) + "() needs integers, got " + xs[0]->type.str());
+  bool keep = given(a[2]) && a[2]->val.c.truthy();
+  Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
+    return std::vector<Value *>{l.elementwise(op, {lo[0], hi[0]}, call.span)};
+  };
+  return SVal::tensor(treeReduce(l, xs, axis, keep, combine, call.span)[0]);
+}
+
+// A range 0..n-1 of type `d` laid along dim `dim` of `shape` (of size n), broadcast.
+Value *rangeAlong(Lowerer &l, const std::vector<int64_t> &shape, int dim, DType d,
+                  const Span &span) {
+  int64_t n = shape[dim];
+  Op *range = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({n})});
+  range->setAttr("start", (int64_t)0);
+  range->setAttr("end", n);
+  std::vector<int64_t> ones(shape.size(), 1);
+  ones[dim] = n;
+  Value *r = l.castTo(l.reshape(range->result(), ones, span), d);
+  return l.broadcastTo(r, shape, span);
+}
+
+// tl.gather(src, index, axis): out[..., i, ...] = src[..., index[..., i, ...], ...].
+// Each output compares its index with every position along the axis and keeps
+// the match: a max of the bits, exact for every value.
+SVal gatherFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *src = l.tensorArg(*a[0], "src"), *index = l.tensorArg(*a[1], "index");
+  int rank = src->type.rank();
+  int axis = normalizeAxis(l, constArg(l, *a[2], "tl.gather").asInt(), rank, a[2]->span);
+  if (index->type.rank() != rank || !isInteger(index->type.dtype))
+    l.error(call.span, "tl.gather() needs an integer index of the source's rank, got " +
+                           index->type.str() + " for " + src->type.str());
+  for (int d = 0; d < rank; ++d)
+    if (d != axis && index->type.shape[d] != src->type.shape[d])
+      l.error(call.span, "tl.gather(): index " + index->type.str() + " and source " +
+                             src->type.str() + " differ outside the gathered axis");
+  std::vector<int64_t> shape = index->type.shape;
+  shape.insert(shape.begin() + axis + 1, src->type.shape[axis]);
+  Value *wanted = l.broadcastTo(l.expandDims(index, axis + 1), shape, call.span);
+  Value *at = rangeAlong(l, shape, axis + 1, index->type.dtype, call.span);
+  Value *match = l.elementwise(OpKind::CmpEq, {wanted, at}, call.span);
+  DType d = src->type.dtype;
+  int bits = std::max(dtypeBits(d), 8);
+  DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
+  Value *ints = d == DType::I1 ? l.castTo(src, DType::I8)
+                : d == asInt  ? src
+                              : l.b_.create1(OpKind::Bitcast, {src}, src->type.withDType(asInt));
+  ints = l.broadcastTo(l.expandDims(ints, axis), shape, call.span);
+  Value *lowest = l.splatTo(
+      l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
+      shape);
+  Value *picked = l.b_.create1(OpKind::Select, {match, ints, lowest}, ints->type);
+  Value *m = l.reduce(OpKind::ReduceMax, picked, SVal::constant(ConstValue::integer(axis + 1)),
+                      false, call.span)
+                 .v;
+  return SVal::tensor(d == DType::I1 ? l.castTo(m, DType::I1)
+                      : d == asInt  ? m
+                                    : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d)));
+}
+
+// tl.histogram(input, num_bins, mask=None): how many inputs equal each bin
+// 0..num_bins-1 (others count nowhere), as int32.
+SVal histogramFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  if (x->type.rank() != 1 || !isInteger(x->type.dtype))
+    l.error(a[0]->span, "tl.histogram() needs a 1-D integer tensor, got " + x->type.str());
+  int64_t bins = constArg(l, *a[1], "tl.histogram").asInt();
+  l.checkBlockShape({bins}, a[1]->span);
+  std::vector<int64_t> shape = {x->type.shape[0], bins};
+  Value *value = l.broadcastTo(l.expandDims(x, 1), shape, call.span);
+  Value *match = l.elementwise(OpKind::CmpEq, {value, rangeAlong(l, shape, 1, x->type.dtype,
+                                                                  call.span)},
+                               call.span);
+  if (Value *mask = optionalMask(l, a[2]))
+    match = l.elementwise(OpKind::And, {match, l.broadcastTo(l.expandDims(mask, 1), shape,
+                                                                call.span)},
+                          call.span);
+  return l.reduce(OpKind::ReduceSum, l.castTo(match, DType::I32),
+                  SVal::constant(ConstValue::integer(0)), false, call.span);
+}
+
 // tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
 // block_shape of a row-major tensor; desc.load(offsets) and desc.store(offsets,
 // value) read and write the tile at `offsets`, zeros outside the tensor, as
@@ -910,6 +1109,15 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("interleave", {"a", "b"}, interleaveFn);
   add("cat", {"input", "other", "can_reorder=", "dim="}, catFn);
   add("flip", {"x", "dim="}, flipFn);
+  add("reduce", {"input", "axis", "combine_fn", "keep_dims="}, reduceFn);
+  add("gather", {"src", "index", "axis"}, gatherFn);
+  add("histogram", {"input", "num_bins", "mask="}, histogramFn);
+  add("xor_sum", {"input", "axis=", "keep_dims="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return bitwiseReduce(l, a, c, OpKind::Xor, "tl.xor_sum");
+  });
+  add("reduce_or", {"input", "axis", "keep_dims="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return bitwiseReduce(l, a, c, OpKind::Or, "tl.reduce_or");
+  });
   add("make_tensor_descriptor", {"base", "shape", "strides", "block_shape", "padding_option="},
       makeTensorDescriptor);
   add("load_tensor_descriptor", {"desc", "offsets"}, loadTensorDescriptor);
@@ -1142,7 +1350,7 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel",   "split",  "flip"};
+      "ravel",   "split",  "flip",     "reduce",  "xor_sum"};
   for (const char *m : methods)
     if (name == m)
       return true;
