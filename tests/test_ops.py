@@ -3028,3 +3028,48 @@ def test_gather_and_histogram(rng):
     np.testing.assert_array_equal(out.view(np.uint32), np.take_along_axis(src, idx, 0).view(np.uint32))
     np.testing.assert_array_equal(hist, np.bincount(data[(data >= 0) & (data < BINS)],
                                                     minlength=BINS))
+
+
+# --- associative_scan and cumprod
+
+
+@tilec.jit
+def _max_combine(a, b):
+    return tl.maximum(a, b)
+
+
+@tilec.jit
+def _first_nonzero_combine(av, ai, bv, bi):  # a (value, index) pair scan with a tuple
+    keep_a = av != 0
+    return tl.where(keep_a, av, bv), tl.where(keep_a, ai, bi)
+
+
+@tilec.jit
+def scan_kernel(x_ptr, y_ptr, cummax_ptr, rev_ptr, prod_ptr, first_ptr, M: tl.constexpr,
+                N: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    y = tl.load(y_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(cummax_ptr + rm[:, None] * N + rn[None, :], tl.associative_scan(x, 1, _max_combine))
+    tl.store(rev_ptr + rm[:, None] * N + rn[None, :],
+             tl.associative_scan(x, 0, _max_combine, reverse=True))
+    tl.store(prod_ptr + rm[:, None] * N + rn[None, :], tl.cumprod(y, axis=1))
+    idx = tl.broadcast_to(rn[None, :], (M, N))
+    _, first = tl.associative_scan((y * (rn[None, :] % 3 == 2), idx), 1, _first_nonzero_combine)
+    tl.store(first_ptr + rm[:, None] * N + rn[None, :], first)
+
+
+def test_associative_scan_and_cumprod(rng):
+    M, N = 8, 16
+    x = nonzero(rng, (M, N)) * rng.choice([-1, 1], size=(M, N)).astype(np.float32)
+    y = rng.integers(1, 3, size=(M, N)).astype(np.int32)  # products stay exact in int32
+    outs = [np.zeros((M, N), np.float32), np.zeros((M, N), np.float32),
+            np.zeros((M, N), np.int32), np.zeros((M, N), np.int32)]
+    scan_kernel[(1,)](x, y, *outs, M=M, N=N)
+    cummax, rev, prod, first = outs
+    np.testing.assert_array_equal(cummax, np.maximum.accumulate(x, axis=1))
+    np.testing.assert_array_equal(rev, np.maximum.accumulate(x[::-1], axis=0)[::-1])
+    np.testing.assert_array_equal(prod, np.cumprod(y, axis=1))
+    idx = np.arange(N)
+    want = np.where(idx < 2, idx, 2)  # the first element with index % 3 == 2 is index 2
+    np.testing.assert_array_equal(first, np.broadcast_to(want, (M, N)))

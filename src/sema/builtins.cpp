@@ -356,7 +356,6 @@ SVal joinFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 }
 
 std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) {
-  const Span &callSpan = span;
   DType d = x->type.dtype;
   int bits = std::max(dtypeBits(d), 8);
   DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
@@ -364,7 +363,7 @@ std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) 
                 : d == asInt  ? x
                               : l.b_.create1(OpKind::Bitcast, {x}, x->type.withDType(asInt));
   std::vector<int64_t> shape = x->type.shape;
-  Value *index = lastDimIndex(l, shape, callSpan);
+  Value *index = lastDimIndex(l, shape, span);
   Value *lowest = l.splatTo(
       l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
       shape);
@@ -376,7 +375,7 @@ std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) 
     Value *picked = l.b_.create1(OpKind::Select, {is, ints, lowest}, ints->type);
     Value *m = l.reduce(OpKind::ReduceMax, picked,
                         SVal::constant(ConstValue::integer((int64_t)shape.size() - 1)), false,
-                        callSpan)
+                        span)
                    .v;
     Value *back = d == DType::I1 ? l.castTo(m, DType::I1)
                   : d == asInt  ? m
@@ -405,6 +404,8 @@ Value *permuteValue(Lowerer &l, Value *x, const std::vector<int64_t> &order) {
 
 // tl.flip(x, dim=None): reversed along dim (the last by default). The dim,
 // of size 2^k, is reshaped into k dims of 2, whose halves are swapped in turn.
+Value *flipValue(Lowerer &l, Value *x, int dim, const Span &span);
+
 SVal flipFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *x = l.tensorArg(*a[0], "x");
   int rank = x->type.rank();
@@ -412,6 +413,10 @@ SVal flipFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     return SVal::tensor(x);
   int dim = given(a[1]) ? normalizeAxis(l, constArg(l, *a[1], "tl.flip").asInt(), rank, a[1]->span)
                         : rank - 1;
+  return SVal::tensor(flipValue(l, x, dim, call.span));
+}
+
+Value *flipValue(Lowerer &l, Value *x, int dim, const Span &span) {
   std::vector<int64_t> shape = x->type.shape, split(shape.begin(), shape.begin() + dim);
   int steps = 0;
   while ((int64_t{1} << steps) < shape[dim])
@@ -419,7 +424,7 @@ SVal flipFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   for (int i = 0; i < steps; ++i)
     split.push_back(2);
   split.insert(split.end(), shape.begin() + dim + 1, shape.end());
-  Value *y = l.reshape(x, split, call.span);
+  Value *y = l.reshape(x, split, span);
   int n = (int)split.size();
   for (int i = 0; i < steps; ++i) {
     int axis = dim + i;
@@ -430,10 +435,10 @@ SVal flipFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     toLast.push_back(axis);
     for (int d = 0; d < n; ++d)
       back[toLast[d]] = d;
-    auto [lo, hi] = splitValues(l, permuteValue(l, y, toLast), call.span);
-    y = permuteValue(l, joinValues(l, hi, lo, call.span), back);
+    auto [lo, hi] = splitValues(l, permuteValue(l, y, toLast), span);
+    y = permuteValue(l, joinValues(l, hi, lo, span), back);
   }
-  return SVal::tensor(l.reshape(y, shape, call.span));
+  return l.reshape(y, shape, span);
 }
 
 // tl.interleave(a, b): a[0], b[0], a[1], b[1], ... along the last dim.
@@ -663,6 +668,126 @@ SVal histogramFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
                           call.span);
   return l.reduce(OpKind::ReduceSum, l.castTo(match, DType::I32),
                   SVal::constant(ConstValue::integer(0)), false, call.span);
+}
+
+// --- scans with any combine function (tl.associative_scan, tl.cumprod), on the
+// last dim: the even and odd elements are split, each pair combined, the pairs
+// scanned recursively, and the elements rebuilt from them. Besides the
+// inclusive scan each level returns the exclusive one (undefined at 0).
+struct ScanLevel {
+  std::vector<Value *> inclusive, exclusive;
+};
+
+ScanLevel scanLastDim(Lowerer &l, const std::vector<Value *> &xs, const Combine &combine,
+                      const Span &span) {
+  std::vector<int64_t> shape = xs[0]->type.shape;
+  int64_t n = shape.back();
+  if (n == 1)
+    return {xs, xs};
+  std::vector<int64_t> pairs = shape;
+  pairs.back() = n / 2;
+  pairs.push_back(2);
+  std::vector<Value *> even, odd;
+  for (Value *x : xs) {
+    auto [e, o] = splitValues(l, l.reshape(x, pairs, span), span);
+    even.push_back(e);
+    odd.push_back(o);
+  }
+  ScanLevel sums = scanLastDim(l, combine(even, odd), combine, span);
+  // Element 2i is the pairs before it combined with it (just itself for i = 0).
+  std::vector<int64_t> half = sums.inclusive[0]->type.shape;
+  Value *first = l.elementwise(
+      OpKind::CmpEq,
+      {rangeAlong(l, half, (int)half.size() - 1, DType::I32, span),
+       l.splatTo(l.constScalar(ConstValue::integer(0), DType::I32), half)},
+      span);
+  std::vector<Value *> withBefore = combine(sums.exclusive, even), evenIncl;
+  for (size_t k = 0; k < xs.size(); ++k)
+    evenIncl.push_back(l.b_.create1(OpKind::Select, {first, even[k], withBefore[k]},
+                                    even[k]->type));
+  ScanLevel out;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    out.inclusive.push_back(l.reshape(joinValues(l, evenIncl[k], sums.inclusive[k], span), shape, span));
+    out.exclusive.push_back(l.reshape(joinValues(l, sums.exclusive[k], evenIncl[k], span), shape, span));
+  }
+  return out;
+}
+
+std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bool reverse,
+                               const Combine &combine, const Span &span) {
+  int rank = xs[0]->type.rank();
+  std::vector<int64_t> toLast, back(rank);
+  for (int d = 0; d < rank; ++d)
+    if (d != axis)
+      toLast.push_back(d);
+  toLast.push_back(axis);
+  for (int d = 0; d < rank; ++d)
+    back[toLast[d]] = d;
+  for (Value *&x : xs) {
+    if (x->type.shape != xs[0]->type.shape)
+      l.error(span, "the tensors scanned together must have one shape");
+    x = permuteValue(l, x, toLast);
+  }
+  auto flipLast = [&](Value *x) { return flipValue(l, x, x->type.rank() - 1, span); };
+  if (reverse)
+    for (Value *&x : xs)
+      x = flipLast(x);
+  std::vector<Value *> out = scanLastDim(l, xs, combine, span).inclusive;
+  for (Value *&x : out) {
+    if (reverse)
+      x = flipLast(x);
+    x = permuteValue(l, x, back);
+  }
+  return out;
+}
+
+// tl.associative_scan(input, axis, combine_fn, reverse=False).
+SVal associativeScanFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  if (a[2]->val.kind != SVal::JitFn)
+    l.error(a[2]->span, "tl.associative_scan() needs a @jit combine function, got " +
+                            a[2]->val.describe());
+  std::shared_ptr<JitFunctionRef> fn = a[2]->val.fn;
+  auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.associative_scan");
+  size_t k = xs.size();
+  Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
+    CallArgs args;
+    args.span = call.span;
+    for (const auto *side : {&lo, &hi})
+      for (Value *v : *side)
+        args.positional.push_back(Arg{SVal::tensor(v), call.span});
+    SVal r = l.inlineJit(*fn, args, call);
+    std::vector<Value *> out;
+    for (const SVal &e : r.kind == SVal::Tuple ? r.elems : std::vector<SVal>{r})
+      out.push_back(l.materialize(e, call.span));
+    if (out.size() != k)
+      l.error(call.span, "the combine function of tl.associative_scan() must return " +
+                             std::to_string(k) + " value(s), got " + std::to_string(out.size()));
+    for (size_t i = 0; i < k; ++i)
+      out[i] = l.castTo(l.broadcastTo(out[i], lo[i]->type.shape, call.span), lo[i]->type.dtype);
+    return out;
+  };
+  bool reverse = given(a[3]) && a[3]->val.c.truthy();
+  return reductionResult(scanAlong(l, xs, axis, reverse, combine, call.span),
+                         a[0]->val.kind == SVal::Tuple);
+}
+
+// tl.cumprod(input, axis=0, reverse=False, dtype=None).
+SVal cumprodFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *x = l.tensorArg(*a[0], "input");
+  if (given(a[3]))
+    x = l.castTo(x, l.dtypeArg(*a[3], "dtype"));
+  else if (isInteger(x->type.dtype) && dtypeBits(x->type.dtype) < 32) // as Triton widens
+    x = l.castTo(x, isUnsigned(x->type.dtype) ? DType::U32 : DType::I32);
+  if (x->type.isScalar())
+    x = l.splatTo(x, {1});
+  int axis = given(a[1]) ? normalizeAxis(l, constArg(l, *a[1], "tl.cumprod").asInt(),
+                                         x->type.rank(), a[1]->span)
+                         : 0;
+  Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
+    return std::vector<Value *>{l.elementwise(OpKind::Mul, {lo[0], hi[0]}, call.span)};
+  };
+  bool reverse = given(a[2]) && a[2]->val.c.truthy();
+  return SVal::tensor(scanAlong(l, {x}, axis, reverse, combine, call.span)[0]);
 }
 
 // tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
@@ -1111,6 +1236,8 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("flip", {"x", "dim="}, flipFn);
   add("reduce", {"input", "axis", "combine_fn", "keep_dims="}, reduceFn);
   add("gather", {"src", "index", "axis"}, gatherFn);
+  add("associative_scan", {"input", "axis", "combine_fn", "reverse="}, associativeScanFn);
+  add("cumprod", {"input", "axis=", "reverse=", "dtype="}, cumprodFn);
   add("histogram", {"input", "num_bins", "mask="}, histogramFn);
   add("xor_sum", {"input", "axis=", "keep_dims="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return bitwiseReduce(l, a, c, OpKind::Xor, "tl.xor_sum");
@@ -1350,7 +1477,7 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel",   "split",  "flip",     "reduce",  "xor_sum"};
+      "ravel",   "split",  "flip",     "reduce",  "xor_sum",      "cumprod", "associative_scan"};
   for (const char *m : methods)
     if (name == m)
       return true;
