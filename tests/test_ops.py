@@ -3073,3 +3073,33 @@ def test_associative_scan_and_cumprod(rng):
     idx = np.arange(N)
     want = np.where(idx < 2, idx, 2)  # the first element with index % 3 == 2 is index 2
     np.testing.assert_array_equal(first, np.broadcast_to(want, (M, N)))
+
+
+# --- sort and topk
+
+
+@tilec.jit
+def sort_kernel(x_ptr, asc_ptr, desc_ptr, col_ptr, top_ptr, M: tl.constexpr, N: tl.constexpr,
+                K: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(asc_ptr + rm[:, None] * N + rn[None, :], tl.sort(x))
+    tl.store(desc_ptr + rm[:, None] * N + rn[None, :], x.sort(descending=True))
+    tl.store(col_ptr + rm[:, None] * N + rn[None, :], tl.sort(x, dim=0))
+    tl.store(top_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+def test_sort_and_topk(rng, dtype):
+    M, N, K = 4, 32, 8
+    if dtype == np.float32:
+        x = (rng.standard_normal((M, N)) * 10).astype(dtype)
+    else:
+        x = full_range(rng, (M, N), dtype)
+    asc, desc, col = (np.zeros_like(x) for _ in range(3))
+    top = np.zeros((M, K), dtype)
+    sort_kernel[(1,)](x, asc, desc, col, top, M=M, N=N, K=K)
+    np.testing.assert_array_equal(asc, np.sort(x, axis=1))
+    np.testing.assert_array_equal(desc, np.sort(x, axis=1)[:, ::-1])
+    np.testing.assert_array_equal(col, np.sort(x, axis=0))
+    np.testing.assert_array_equal(top, np.sort(x, axis=1)[:, ::-1][:, :K])

@@ -790,6 +790,107 @@ SVal cumprodFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(scanAlong(l, {x}, axis, reverse, combine, call.span)[0]);
 }
 
+// --- tl.sort and tl.topk: a bitonic network on the last dim. Each
+// compare-and-swap step exposes the bit it pairs on as a dim of 2 (reshape and
+// permute), splits the pairs, orders them with min and max (ascending where the
+// stage's block of the index says so), and joins them back.
+Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span) {
+  std::vector<int64_t> shape = x->type.shape;
+  int rank = (int)shape.size();
+  int64_t n = shape.back();
+  int bits = 0;
+  while ((int64_t{1} << bits) < n)
+    ++bits;
+  std::vector<int64_t> outer(shape.begin(), shape.end() - 1);
+  for (int stage = 1; stage <= bits; ++stage)
+    for (int j = stage - 1; j >= 0; --j) {
+      int64_t inner = int64_t{1} << j, blocks = n / (2 * inner);
+      std::vector<int64_t> cut = outer; // (..., blocks, 2, inner)
+      cut.insert(cut.end(), {blocks, 2, inner});
+      std::vector<int64_t> order;
+      for (int d = 0; d < rank - 1; ++d)
+        order.push_back(d);
+      order.insert(order.end(), {rank - 1, rank + 1, rank}); // the pair bit last
+      Value *pairs = permuteValue(l, l.reshape(x, cut, span), order);
+      auto [lo, hi] = splitValues(l, pairs, span); // (..., blocks, inner)
+      Value *mn = l.elementwise(OpKind::Min, {lo, hi}, span);
+      Value *mx = l.elementwise(OpKind::Max, {lo, hi}, span);
+      std::vector<int64_t> half = lo->type.shape;
+      // Ascending where bit `stage` of the index is 0: bit stage-j-1 of the block.
+      Value *block = rangeAlong(l, half, (int)half.size() - 2, DType::I32, span);
+      Value *bit = l.elementwise(
+          OpKind::And,
+          {l.elementwise(OpKind::Shr, {block, l.splatTo(l.constScalar(ConstValue::integer(stage - j - 1), DType::I32), half)}, span),
+           l.splatTo(l.constScalar(ConstValue::integer(1), DType::I32), half)},
+          span);
+      Value *up = l.elementwise(
+          OpKind::CmpEq,
+          {bit, l.splatTo(l.constScalar(ConstValue::integer(descending ? 1 : 0), DType::I32), half)},
+          span);
+      if (stage == bits) // the last merge: one direction
+        up = l.splatTo(l.constScalar(ConstValue::integer(descending ? 0 : 1), DType::I1), half);
+      Value *first = l.b_.create1(OpKind::Select, {up, mn, mx}, mn->type);
+      Value *second = l.b_.create1(OpKind::Select, {up, mx, mn}, mn->type);
+      std::vector<int64_t> back(rank + 2);
+      for (int d = 0; d < rank + 2; ++d)
+        back[order[d]] = d;
+      x = l.reshape(permuteValue(l, joinValues(l, first, second, span), back), shape, span);
+    }
+  return x;
+}
+
+// The first k elements of the last dim: halved (a split of the front half) until k are left.
+Value *firstOfLastDim(Lowerer &l, Value *x, int64_t k, const Span &span) {
+  int rank = x->type.rank();
+  while (x->type.shape.back() > k) {
+    std::vector<int64_t> halves(x->type.shape.begin(), x->type.shape.end() - 1);
+    int64_t m = x->type.shape.back() / 2;
+    halves.insert(halves.end(), {2, m});
+    std::vector<int64_t> order;
+    for (int d = 0; d < rank - 1; ++d)
+      order.push_back(d);
+    order.insert(order.end(), {rank, rank - 1});
+    x = splitValues(l, permuteValue(l, l.reshape(x, halves, span), order), span).first;
+  }
+  return x;
+}
+
+SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool descending,
+                int64_t k, const Span &span, const char *fnName) {
+  int rank = x->type.rank();
+  if (rank == 0)
+    return SVal::tensor(x);
+  int dim = given(dimArg) && !dimArg->val.isNone()
+                ? normalizeAxis(l, constArg(l, *dimArg, fnName).asInt(), rank, dimArg->span)
+                : rank - 1;
+  std::vector<int64_t> toLast, back(rank);
+  for (int d = 0; d < rank; ++d)
+    if (d != dim)
+      toLast.push_back(d);
+  toLast.push_back(dim);
+  for (int d = 0; d < rank; ++d)
+    back[toLast[d]] = d;
+  Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, span);
+  if (k > 0) {
+    if (k > y->type.shape.back() || (k & (k - 1)))
+      l.error(span, std::string(fnName) + "(): k must be a power of 2 no larger than the dim, got " +
+                        std::to_string(k));
+    y = firstOfLastDim(l, y, k, span);
+  }
+  return SVal::tensor(permuteValue(l, y, back));
+}
+
+SVal sortFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  bool descending = given(a[2]) && a[2]->val.c.truthy();
+  return sortOrTopk(l, l.tensorArg(*a[0], "x"), a[1], descending, 0, call.span, "tl.sort");
+}
+
+SVal topkFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  int64_t k = constArg(l, *a[1], "tl.topk").asInt();
+  bool descending = !given(a[3]) || a[3]->val.c.truthy();
+  return sortOrTopk(l, l.tensorArg(*a[0], "x"), a[2], descending, k, call.span, "tl.topk");
+}
+
 // tl.make_tensor_descriptor(base, shape, strides, block_shape): tiles of
 // block_shape of a row-major tensor; desc.load(offsets) and desc.store(offsets,
 // value) read and write the tile at `offsets`, zeros outside the tensor, as
@@ -1238,6 +1339,8 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("gather", {"src", "index", "axis"}, gatherFn);
   add("associative_scan", {"input", "axis", "combine_fn", "reverse="}, associativeScanFn);
   add("cumprod", {"input", "axis=", "reverse=", "dtype="}, cumprodFn);
+  add("sort", {"x", "dim=", "descending="}, sortFn);
+  add("topk", {"x", "k", "dim=", "descending="}, topkFn);
   add("histogram", {"input", "num_bins", "mask="}, histogramFn);
   add("xor_sum", {"input", "axis=", "keep_dims="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return bitwiseReduce(l, a, c, OpKind::Xor, "tl.xor_sum");
@@ -1477,7 +1580,7 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel",   "split",  "flip",     "reduce",  "xor_sum",      "cumprod", "associative_scan"};
+      "ravel",   "split",  "flip",     "reduce",  "xor_sum",      "cumprod", "associative_scan", "sort", "topk"};
   for (const char *m : methods)
     if (name == m)
       return true;
