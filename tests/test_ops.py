@@ -3103,3 +3103,25 @@ def test_sort_and_topk(rng, dtype):
     np.testing.assert_array_equal(desc, np.sort(x, axis=1)[:, ::-1])
     np.testing.assert_array_equal(col, np.sort(x, axis=0))
     np.testing.assert_array_equal(top, np.sort(x, axis=1)[:, ::-1][:, :K])
+
+
+@tilec.jit
+def _clamp_and_scale(x, lo, hi):
+    return tl.minimum(tl.maximum(x, lo), hi) * 2, x > hi
+
+
+@tilec.jit
+def map_elementwise_kernel(x_ptr, out_ptr, over_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y, over = tl.map_elementwise(_clamp_and_scale, x, -1.0, 1.0)
+    tl.store(out_ptr + offs, y)
+    tl.store(over_ptr + offs, over.to(tl.int32))
+
+
+def test_map_elementwise(rng):
+    x = (rng.standard_normal(64) * 2).astype(np.float32)
+    out, over = np.zeros(64, np.float32), np.zeros(64, np.int32)
+    map_elementwise_kernel[(1,)](x, out, over, N=64)
+    np.testing.assert_array_equal(out, np.clip(x, -1, 1) * 2)
+    np.testing.assert_array_equal(over, (x > 1).astype(np.int32))

@@ -880,6 +880,28 @@ SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool des
   return SVal::tensor(permuteValue(l, y, back));
 }
 
+// tl.map_elementwise(scalar_fn, *args, pack=1): scalar_fn applied to every
+// element; inlined on whole tensors, as its ops are elementwise (a branch on an
+// element's value is refused there with the usual message).
+SVal mapElementwiseFn(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
+  if (a[0]->val.kind != SVal::JitFn)
+    l.error(a[0]->span, "tl.map_elementwise() needs a @jit function, got " + a[0]->val.describe());
+  std::vector<Value *> xs;
+  for (const Arg &r : rest)
+    xs.push_back(l.materialize(r.val, r.span));
+  for (size_t i = 1; i < xs.size(); ++i) {
+    auto [x, y] = l.broadcastPair(xs[0], xs[i], call.span);
+    xs[0] = x;
+    xs[i] = y;
+  }
+  CallArgs args;
+  args.span = call.span;
+  for (size_t i = 0; i < xs.size(); ++i)
+    args.positional.push_back(Arg{SVal::tensor(l.broadcastTo(xs[i], xs[0]->type.shape, call.span)),
+                                  rest[i].span});
+  return l.inlineJit(*a[0]->val.fn, args, call);
+}
+
 SVal sortFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   bool descending = given(a[2]) && a[2]->val.c.truthy();
   return sortOrTopk(l, l.tensorArg(*a[0], "x"), a[1], descending, 0, call.span, "tl.sort");
@@ -1340,6 +1362,7 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("associative_scan", {"input", "axis", "combine_fn", "reverse="}, associativeScanFn);
   add("cumprod", {"input", "axis=", "reverse=", "dtype="}, cumprodFn);
   add("sort", {"x", "dim=", "descending="}, sortFn);
+  add("map_elementwise", {"scalar_fn", "*args", "pack="}, mapElementwiseFn);
   add("topk", {"x", "k", "dim=", "descending="}, topkFn);
   add("histogram", {"input", "num_bins", "mask="}, histogramFn);
   add("xor_sum", {"input", "axis=", "keep_dims="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
