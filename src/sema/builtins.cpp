@@ -211,14 +211,28 @@ void checkAtomicType(Lowerer &l, const std::string &kind, DType d, const Span &s
     l.error(span, std::string(fnName) + "() does not take " + dtypeName(d) + " elements");
 }
 
+// The pointers an atomic updates, checked for its kind.
+Value *atomicPointer(Lowerer &l, const Arg &a, const std::string &kind, const Span &span) {
+  std::string fnName = "tl.atomic_" + kind;
+  Value *ptr = pointerArg(l, a, fnName.c_str());
+  if (ptr->type.dtype == DType::BlockPtr)
+    l.error(a.span, fnName + "() takes a pointer or a tensor of pointers, not a block pointer");
+  checkAtomicType(l, kind, ptr->type.pointee, span, fnName.c_str());
+  return ptr;
+}
+
+// sem= and scope= of an atomic op, with Triton's defaults.
+void setAtomicOrdering(Lowerer &l, Op *op, const std::optional<Arg> &sem,
+                       const std::optional<Arg> &scope) {
+  op->setAttr("sem", atomicOption(l, sem, "sem", "acq_rel",
+                                  {"relaxed", "acquire", "release", "acq_rel"}));
+  op->setAttr("scope", atomicOption(l, scope, "scope", "gpu", {"cta", "gpu", "sys"}));
+}
+
 // tl.atomic_add(pointer, val, mask=None, sem=None, scope=None) and the other
 // read-modify-write atomics: the old values, shaped as the pointers.
 SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
-  std::string fnName = "tl.atomic_" + kind;
-  Value *ptr = pointerArg(l, *a[0], fnName.c_str());
-  if (ptr->type.dtype == DType::BlockPtr)
-    l.error(a[0]->span, fnName + "() takes a pointer or a tensor of pointers, not a block pointer");
-  checkAtomicType(l, kind, ptr->type.pointee, call.span, fnName.c_str());
+  Value *ptr = atomicPointer(l, *a[0], kind, call.span);
   Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
   auto [p, bv] = l.broadcastPair(ptr, v, call.span);
   std::vector<Value *> operands = {p, bv};
@@ -229,20 +243,14 @@ SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
   Type t = Type::scalar(ptr->type.pointee).withShape(operands[0]->type.shape);
   Op *op = l.b_.create(OpKind::AtomicRMW, operands, {t});
   op->setAttr("kind", kind);
-  op->setAttr("sem", atomicOption(l, a[3], "sem", "acq_rel",
-                                  {"relaxed", "acquire", "release", "acq_rel"}));
-  op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
+  setAtomicOrdering(l, op, a[3], a[4]);
   return SVal::tensor(op->result());
 }
 
 // tl.atomic_cas(pointer, cmp, val, sem=None, scope=None): stores val where the
 // old value equals cmp; returns the old values.
 SVal atomicCas(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
-  Value *ptr = pointerArg(l, *a[0], "tl.atomic_cas");
-  if (ptr->type.dtype == DType::BlockPtr)
-    l.error(a[0]->span, "tl.atomic_cas() takes a pointer or a tensor of pointers, not a block "
-                        "pointer");
-  checkAtomicType(l, "cas", ptr->type.pointee, call.span, "tl.atomic_cas");
+  Value *ptr = atomicPointer(l, *a[0], "cas", call.span);
   Value *cmp = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
   Value *v = l.materialize(a[2]->val, a[2]->span, ptr->type.pointee);
   auto [p, bc] = l.broadcastPair(ptr, cmp, call.span);
@@ -250,9 +258,7 @@ SVal atomicCas(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   bc = l.broadcastTo(bc, p2->type.shape, call.span);
   Type t = Type::scalar(ptr->type.pointee).withShape(p2->type.shape);
   Op *op = l.b_.create(OpKind::AtomicCAS, {p2, bc, bv}, {t});
-  op->setAttr("sem", atomicOption(l, a[3], "sem", "acq_rel",
-                                  {"relaxed", "acquire", "release", "acq_rel"}));
-  op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
+  setAtomicOrdering(l, op, a[3], a[4]);
   return SVal::tensor(op->result());
 }
 
@@ -355,32 +361,36 @@ SVal joinFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
                                  l.materialize(a[1]->val, a[1]->span), call.span));
 }
 
-std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) {
-  DType d = x->type.dtype;
+// The one value of each line along `axis` where `match` holds, exactly: the
+// max, as signed integers of the same width, of the bits where it holds and
+// the lowest integer elsewhere (NaN and -0.0 come through unchanged).
+Value *selectAlong(Lowerer &l, Value *match, Value *values, int axis, const Span &span) {
+  DType d = values->type.dtype;
   int bits = std::max(dtypeBits(d), 8);
   DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
-  Value *ints = d == DType::I1 ? l.castTo(x, DType::I8)
-                : d == asInt  ? x
-                              : l.b_.create1(OpKind::Bitcast, {x}, x->type.withDType(asInt));
+  Value *ints = d == DType::I1 ? l.castTo(values, DType::I8)
+                : d == asInt  ? values
+                              : l.b_.create1(OpKind::Bitcast, {values}, values->type.withDType(asInt));
+  int64_t lowest = bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1));
+  Value *floor = l.splatTo(l.constScalar(ConstValue::integer(lowest), asInt), ints->type.shape);
+  Value *picked = l.b_.create1(OpKind::Select, {match, ints, floor}, ints->type);
+  Value *m = l.reduce(OpKind::ReduceMax, picked, SVal::constant(ConstValue::integer(axis)), false,
+                      span)
+                 .v;
+  return d == DType::I1 ? l.castTo(m, DType::I1)
+         : d == asInt  ? m
+                       : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d));
+}
+
+std::pair<Value *, Value *> splitValues(Lowerer &l, Value *x, const Span &span) {
   std::vector<int64_t> shape = x->type.shape;
   Value *index = lastDimIndex(l, shape, span);
-  Value *lowest = l.splatTo(
-      l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
-      shape);
-  std::vector<Value *> halves;
+  Value *halves[2];
   for (int k = 0; k < 2; ++k) {
     Value *is = l.b_.create1(
         OpKind::CmpEq, {index, l.splatTo(l.constScalar(ConstValue::integer(k), DType::I32), shape)},
         Type::scalar(DType::I1).withShape(shape));
-    Value *picked = l.b_.create1(OpKind::Select, {is, ints, lowest}, ints->type);
-    Value *m = l.reduce(OpKind::ReduceMax, picked,
-                        SVal::constant(ConstValue::integer((int64_t)shape.size() - 1)), false,
-                        span)
-                   .v;
-    Value *back = d == DType::I1 ? l.castTo(m, DType::I1)
-                  : d == asInt  ? m
-                                : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d));
-    halves.push_back(back);
+    halves[k] = selectAlong(l, is, x, (int)shape.size() - 1, span);
   }
   return {halves[0], halves[1]};
 }
@@ -630,23 +640,8 @@ SVal gatherFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *wanted = l.broadcastTo(l.expandDims(index, axis + 1), shape, call.span);
   Value *at = rangeAlong(l, shape, axis + 1, index->type.dtype, call.span);
   Value *match = l.elementwise(OpKind::CmpEq, {wanted, at}, call.span);
-  DType d = src->type.dtype;
-  int bits = std::max(dtypeBits(d), 8);
-  DType asInt = bits == 8 ? DType::I8 : bits == 16 ? DType::I16 : bits == 32 ? DType::I32 : DType::I64;
-  Value *ints = d == DType::I1 ? l.castTo(src, DType::I8)
-                : d == asInt  ? src
-                              : l.b_.create1(OpKind::Bitcast, {src}, src->type.withDType(asInt));
-  ints = l.broadcastTo(l.expandDims(ints, axis), shape, call.span);
-  Value *lowest = l.splatTo(
-      l.constScalar(ConstValue::integer(bits == 64 ? INT64_MIN : -(int64_t{1} << (bits - 1))), asInt),
-      shape);
-  Value *picked = l.b_.create1(OpKind::Select, {match, ints, lowest}, ints->type);
-  Value *m = l.reduce(OpKind::ReduceMax, picked, SVal::constant(ConstValue::integer(axis + 1)),
-                      false, call.span)
-                 .v;
-  return SVal::tensor(d == DType::I1 ? l.castTo(m, DType::I1)
-                      : d == asInt  ? m
-                                    : l.b_.create1(OpKind::Bitcast, {m}, m->type.withDType(d)));
+  Value *values = l.broadcastTo(l.expandDims(src, axis), shape, call.span);
+  return SVal::tensor(selectAlong(l, match, values, axis + 1, call.span));
 }
 
 // tl.histogram(input, num_bins, mask=None): how many inputs equal each bin
