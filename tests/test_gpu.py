@@ -63,36 +63,6 @@ def test_compile_without_a_gpu(target):
     assert k.metadata.target == target and k.metadata.num_warps == 4
 
 
-@tilec.jit
-def looped_dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
-                      BK: tl.constexpr):
-    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
-    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
-        a_ptrs += BK
-        b_ptrs += BK * BN
-    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
-
-
-@needs_ptxas
-def test_the_tutorial_k_loop_is_pipelined():
-    """Loads masked by the induction variable (the K tail) are pipelined too."""
-    from test_ops import tutorial_matmul_kernel
-    sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}
-    sig.update({n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")})
-    k = tilec.compile(tutorial_matmul_kernel, signature=sig,
-                      constexprs={"BM": 128, "BN": 128, "BK": 32, "stride_ak": 1, "stride_bn": 1,
-                                  "stride_cn": 1},
-                      target="sm_90a", num_warps=8, num_stages=3,
-                      divisible_by_16=["K", "stride_am", "stride_bk", "stride_cm"])
-    ptx = k.asm["ptx"]
-    assert ptx.count("cp.async.cg.shared.global") == 12  # 4 per stage: 2 ahead, 1 per iteration
-    assert "wgmma.wait_group.sync.aligned 1" in ptx and k.n_spills == 0
-
-
 @pytest.mark.parametrize("target,dtype,encoding", [("sm_90a", "*fp16", "#wgmma<"),
                                                    ("sm_80", "*fp16", "#mma<"),
                                                    ("sm_90a", "*fp32", "#mma<")])
@@ -101,7 +71,7 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     accumulator layout is in its type; the loop carries it, converted once before.
     (fp32 is tf32 by default, on mma.sync: wgmma takes f16 and bf16 here.)"""
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "K": "i32"}
-    k = tilec.compile(looped_dot_kernel, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+    k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                       target=target, divisible_by_16=["K"])
     gpu_ir = k.asm["tilegpu"].splitlines()
     assert "gpu.convert_layout" not in k.asm["tileir"]
@@ -361,7 +331,7 @@ def test_every_assembler_runs_a_tensor_core_kernel(assembler, monkeypatch, tmp_p
     monkeypatch.setenv("TILEC_ASSEMBLER", assembler)
     monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))  # nothing cached: each assembles
 
-    dot_kernel = tilec.jit(looped_dot_kernel.fn)  # a fresh kernel: nothing cached in memory
+    dot_kernel = tilec.jit(staged_matmul.fn)  # a fresh kernel: nothing cached in memory
 
     a = torch.randn(64, 256, device="cuda", dtype=torch.float16)
     b = torch.randn(256, 128, device="cuda", dtype=torch.float16)

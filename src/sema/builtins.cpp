@@ -564,14 +564,15 @@ SVal reductionResult(const std::vector<Value *> &xs, bool tuple) {
 
 // tl.reduce(input, axis, combine_fn, keep_dims=False): combine_fn, a @jit
 // function of (a..., b...) returning the combined values, applied in a tree.
-SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
-  if (a[2]->val.kind != SVal::JitFn)
-    l.error(a[2]->span, "tl.reduce() needs a @jit combine function, got " + a[2]->val.describe());
-  std::shared_ptr<JitFunctionRef> fn = a[2]->val.fn;
-  auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.reduce");
-  bool keep = given(a[3]) && a[3]->val.c.truthy();
-  size_t k = xs.size();
-  Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
+// Applies a @jit combine function of (a..., b...) returning k values: the
+// combine step of tl.reduce and tl.associative_scan.
+Combine jitCombine(Lowerer &l, const SVal &fnArg, const Span &fnSpan, size_t k, const Expr &call,
+                   const char *fnName) {
+  if (fnArg.kind != SVal::JitFn)
+    l.error(fnSpan, std::string(fnName) + "() needs a @jit combine function, got " +
+                        fnArg.describe());
+  std::shared_ptr<JitFunctionRef> fn = fnArg.fn;
+  return [&l, fn, k, &call, fnName](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
     CallArgs args;
     args.span = call.span;
     for (const auto *side : {&lo, &hi})
@@ -579,19 +580,22 @@ SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
         args.positional.push_back(Arg{SVal::tensor(v), call.span});
     SVal r = l.inlineJit(*fn, args, call);
     std::vector<Value *> out;
-    if (r.kind == SVal::Tuple)
-      for (const SVal &e : r.elems)
-        out.push_back(l.materialize(e, call.span));
-    else
-      out.push_back(l.materialize(r, call.span));
+    for (const SVal &e : r.kind == SVal::Tuple ? r.elems : std::vector<SVal>{r})
+      out.push_back(l.materialize(e, call.span));
     if (out.size() != k)
-      l.error(call.span, "the combine function of tl.reduce() must return " + std::to_string(k) +
-                             " value(s), one per input, got " + std::to_string(out.size()));
+      l.error(call.span, std::string("the combine function of ") + fnName + "() must return " +
+                             std::to_string(k) + " value(s), one per input, got " +
+                             std::to_string(out.size()));
     for (size_t i = 0; i < k; ++i)
-      if (out[i]->type.shape != lo[i]->type.shape)
-        out[i] = l.broadcastTo(out[i], lo[i]->type.shape, call.span);
+      out[i] = l.broadcastTo(out[i], lo[i]->type.shape, call.span);
     return out;
   };
+}
+
+SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.reduce");
+  bool keep = given(a[3]) && a[3]->val.c.truthy();
+  Combine combine = jitCombine(l, a[2]->val, a[2]->span, xs.size(), call, "tl.reduce");
   return reductionResult(treeReduce(l, xs, axis, keep, combine, call.span),
                          a[0]->val.kind == SVal::Tuple);
 }
@@ -738,27 +742,16 @@ std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bo
 
 // tl.associative_scan(input, axis, combine_fn, reverse=False).
 SVal associativeScanFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
-  if (a[2]->val.kind != SVal::JitFn)
-    l.error(a[2]->span, "tl.associative_scan() needs a @jit combine function, got " +
-                            a[2]->val.describe());
-  std::shared_ptr<JitFunctionRef> fn = a[2]->val.fn;
   auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.associative_scan");
-  size_t k = xs.size();
+  Combine step = jitCombine(l, a[2]->val, a[2]->span, xs.size(), call, "tl.associative_scan");
+  std::vector<DType> types;
+  for (Value *x : xs)
+    types.push_back(x->type.dtype);
+  // A scan's values keep their types from level to level.
   Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
-    CallArgs args;
-    args.span = call.span;
-    for (const auto *side : {&lo, &hi})
-      for (Value *v : *side)
-        args.positional.push_back(Arg{SVal::tensor(v), call.span});
-    SVal r = l.inlineJit(*fn, args, call);
-    std::vector<Value *> out;
-    for (const SVal &e : r.kind == SVal::Tuple ? r.elems : std::vector<SVal>{r})
-      out.push_back(l.materialize(e, call.span));
-    if (out.size() != k)
-      l.error(call.span, "the combine function of tl.associative_scan() must return " +
-                             std::to_string(k) + " value(s), got " + std::to_string(out.size()));
-    for (size_t i = 0; i < k; ++i)
-      out[i] = l.castTo(l.broadcastTo(out[i], lo[i]->type.shape, call.span), lo[i]->type.dtype);
+    std::vector<Value *> out = step(lo, hi);
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = l.castTo(out[i], types[i]);
     return out;
   };
   bool reverse = given(a[3]) && a[3]->val.c.truthy();
