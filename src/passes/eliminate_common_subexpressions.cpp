@@ -55,44 +55,48 @@ bool isCandidate(const Op &op) { return op.has(PURE) && op.regions.empty(); }
 
 class Eliminator {
 public:
-  explicit Eliminator(Function &fn) : fn_(fn) {}
   bool run(Block &block);
 
 private:
-  Function &fn_;
-  std::unordered_map<std::string, Op *> seen_; // the ops visible at this point
+  std::unordered_map<std::string, Op *> seen_;         // the ops visible at this point
+  std::unordered_map<const Value *, Value *> replaced_; // results of merged ops -> the earlier ones
   bool changed_ = false;
-
-  void replaceResults(Op &op, Op &earlier);
 };
 
-void Eliminator::replaceResults(Op &op, Op &earlier) {
-  for (size_t r = 0; r < op.results.size(); ++r)
-    replaceAllUses(*fn_.body, op.result(r), earlier.result(r));
-}
-
 // Walks a block; the ops it adds to the table leave it at the block's end.
+// Uses are rewritten as they are reached (a definition comes before its uses),
+// and merged ops are dropped at the end: one pass, not a walk per merge.
 bool Eliminator::run(Block &block) {
   std::vector<std::string> scope;
-  for (size_t i = 0; i < block.ops.size();) {
-    Op &op = *block.ops[i];
+  std::vector<const Op *> merged;
+  for (auto &opPtr : block.ops) {
+    Op &op = *opPtr;
+    for (Value *&v : op.operands)
+      if (auto it = replaced_.find(v); it != replaced_.end())
+        v = it->second;
     for (auto &region : op.regions)
       run(*region);
-    if (!isCandidate(op)) {
-      ++i;
+    if (!isCandidate(op))
       continue;
-    }
     std::string key = keyOf(op);
     auto earlier = seen_.find(key);
     if (earlier != seen_.end()) {
-      replaceResults(op, *earlier->second);
-      block.ops.erase(block.ops.begin() + i);
-      changed_ = true;
+      for (size_t r = 0; r < op.results.size(); ++r)
+        replaced_[op.result((int)r)] = earlier->second->result((int)r);
+      merged.push_back(&op);
       continue;
     }
     seen_.emplace(key, &op);
     scope.push_back(std::move(key));
-    ++i;
+  }
+  if (!merged.empty()) {
+    changed_ = true;
+    std::unordered_map<const Op *, bool> drop;
+    for (const Op *op : merged)
+      drop[op] = true;
+    block.ops.erase(std::remove_if(block.ops.begin(), block.ops.end(),
+                                   [&](const std::unique_ptr<Op> &op) { return drop.count(op.get()); }),
+                    block.ops.end());
   }
   for (const std::string &key : scope)
     seen_.erase(key);
@@ -103,7 +107,7 @@ bool Eliminator::run(Block &block) {
 
 bool eliminateCommonSubexpressions(Function &fn) {
   fn.renumber();
-  return Eliminator(fn).run(*fn.body);
+  return Eliminator().run(*fn.body);
 }
 
 } // namespace tilec
