@@ -3125,3 +3125,29 @@ def test_map_elementwise(rng):
     map_elementwise_kernel[(1,)](x, out, over, N=64)
     np.testing.assert_array_equal(out, np.clip(x, -1, 1) * 2)
     np.testing.assert_array_equal(over, (x > 1).astype(np.int32))
+
+
+@tilec.jit
+def precision_dot_kernel(a_ptr, b_ptr, c_ptr, PREC: tl.constexpr, M: tl.constexpr,
+                         N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, input_precision=PREC))
+
+
+@pytest.mark.parametrize("prec,bound", [("tf32", 3e-3), ("tf32x3", 2e-6), ("bf16x3", 2e-5),
+                                        ("ieee", 2e-6)])
+def test_dot_input_precisions(rng, prec, bound):
+    """tf32x3 and bf16x3: three tensor-core products of high and low parts get
+    close to fp32's accuracy; tf32 alone does not."""
+    M, N, K = 32, 32, 64
+    a = rng.uniform(0.5, 2.0, (M, K)).astype(np.float32)
+    b = rng.uniform(0.5, 2.0, (K, N)).astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    precision_dot_kernel[(1,)](a, b, c, PREC=prec, M=M, N=N, K=K)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.abs(c - ref).max() / np.abs(ref).max()
+    assert err < bound, err
+    if prec == "tf32":
+        assert err > 1e-5  # it is rounded

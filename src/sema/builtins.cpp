@@ -1101,15 +1101,43 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     if (!a[3]->val.isConst() || a[3]->val.c.kind != ConstValue::Str)
       l.error(a[3]->span, "input_precision must be a string");
     precision = a[3]->val.c.s;
-    if (precision != "tf32" && precision != "tf32x3" && precision != "ieee")
-      l.error(a[3]->span, "input_precision must be 'tf32', 'tf32x3' or 'ieee', got '" +
+    if (precision != "tf32" && precision != "tf32x3" && precision != "ieee" &&
+        precision != "bf16x3")
+      l.error(a[3]->span, "input_precision must be 'tf32', 'tf32x3', 'bf16x3' or 'ieee', got '" +
                               precision + "'");
   }
   if (dx != DType::F32)
     precision = "ieee";
-  Op *op = l.b_.create(OpKind::Dot, {x, y, acc}, {acc->type});
-  op->setAttr("input_precision", precision);
-  return SVal::tensor(op->result());
+  auto dot = [&](Value *p, Value *q, Value *c, const char *prec) {
+    Op *op = l.b_.create(OpKind::Dot, {p, q, c}, {c->type});
+    op->setAttr("input_precision", std::string(prec));
+    return op->result();
+  };
+  if (precision == "tf32x3" || precision == "bf16x3") {
+    // Each f32 operand as a high part the tensor cores take exactly plus the
+    // rest; three products (the low x low one is below f32's precision).
+    bool tf32 = precision == "tf32x3";
+    auto parts = [&](Value *v) {
+      Value *hi;
+      if (tf32) { // the top 10 mantissa bits: a tf32 value
+        Value *bits = l.b_.create1(OpKind::Bitcast, {v}, v->type.withDType(DType::I32));
+        Value *keep = l.splatTo(l.constScalar(ConstValue::integer((int32_t)0xFFFFE000), DType::I32),
+                                v->type.shape);
+        hi = l.b_.create1(OpKind::Bitcast, {l.elementwise(OpKind::And, {bits, keep}, call.span)},
+                          v->type);
+      } else {
+        hi = l.castTo(v, DType::BF16);
+      }
+      Value *lo = l.elementwise(OpKind::Sub, {v, tf32 ? hi : l.castTo(hi, DType::F32)}, call.span);
+      return std::pair{hi, tf32 ? lo : l.castTo(lo, DType::BF16)};
+    };
+    auto [xh, xl] = parts(x);
+    auto [yh, yl] = parts(y);
+    const char *prec = tf32 ? "tf32" : "ieee";
+    Value *r = dot(xl, yh, dot(xh, yl, acc, prec), prec);
+    return SVal::tensor(dot(xh, yh, r, prec));
+  }
+  return SVal::tensor(dot(x, y, acc, precision.c_str()));
 }
 
 // --- shapes
