@@ -3151,3 +3151,22 @@ def test_dot_input_precisions(rng, prec, bound):
     assert err < bound, err
     if prec == "tf32":
         assert err > 1e-5  # it is rounded
+
+
+@tilec.jit
+def early_exit_condition_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:  # programs past the end leave at once
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    steps = 0
+    while tl.condition(steps < 3, disable_licm=True):
+        steps += 1
+    x = tl.expect_zero(tl.load(x_ptr + offs, mask=offs < n), offs >= n)
+    tl.store(x_ptr + offs, x + steps, mask=offs < n)
+
+
+def test_early_exit_tl_condition_and_expect_zero():
+    x = np.arange(100, dtype=np.float32)
+    early_exit_condition_kernel[(10,)](x, 100, BLOCK=16)  # 3 programs more than needed
+    np.testing.assert_array_equal(x, np.arange(100) + 3)

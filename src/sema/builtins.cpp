@@ -1532,6 +1532,8 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("to", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
   Handler identity = [](Lowerer &l, Args &a, R &, const Expr &c) { return a[0]->val; };
   add("multiple_of", {"input", "values"}, identity);
+  add("condition", {"arg1", "disable_licm="}, identity); // while tl.condition(c): ...
+  add("expect_zero", {"x", "mask"}, identity);           // a check only Triton's debug builds make
   // tl.assume(cond): a hint to the optimizer in Triton; tilec's analyses do not use it.
   add("assume", {"cond"}, [](Lowerer &, Args &, R &, const Expr &) {
     return SVal::constant(ConstValue::none());

@@ -112,7 +112,8 @@ max_constancy debug_barrier static_assert static_print device_assert device_prin
 static_range range atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor
 atomic_xchg atomic_cas to_tensor add sub mul squeeze unsqueeze assume make_tensor_descriptor
 load_tensor_descriptor store_tensor_descriptor join split interleave cat flip reduce xor_sum
-reduce_or gather histogram associative_scan cumprod sort topk map_elementwise
+reduce_or gather histogram associative_scan cumprod sort topk map_elementwise condition
+expect_zero
 """.split()
 
 for _name in _FUNCTIONS:
