@@ -345,3 +345,16 @@ def test_python_int_out_of_range_for_the_tensor_type(case, message):
     x = np.arange(8, dtype=np.uint8)
     scalar_range_kernel[(1,)](x, CASE="fits")
     np.testing.assert_array_equal(x, (np.arange(8) + 255).astype(np.uint8))
+
+
+@tilec.jit
+def big_gather_kernel(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, tl.gather(x, offs, 0))
+
+
+def test_gather_too_large_for_compare_and_select_is_a_clear_error():
+    with pytest.raises(tilec.CompilationError) as info:
+        big_gather_kernel[(1,)](np.zeros(4096, np.float32), N=4096)
+    assert "tl.gather() compares every output with every candidate: 16777216 pairs" in str(info.value)

@@ -612,6 +612,19 @@ SVal bitwiseReduce(Lowerer &l, Args &a, const Expr &call, OpKind op, const char 
   return SVal::tensor(treeReduce(l, xs, axis, keep, combine, call.span)[0]);
 }
 
+// Compare-and-select builds a tensor of every output against every candidate:
+// refused, with the reason, past the tensor size limit.
+void checkPairwiseSize(Lowerer &l, const std::vector<int64_t> &shape, const char *fnName,
+                       const Span &span) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  if (n > (1 << 20))
+    l.error(span, std::string(fnName) + "() compares every output with every candidate: " +
+                      std::to_string(n) + " pairs here, over tilec's limit of 1048576 elements; "
+                                          "use smaller blocks");
+}
+
 // A range 0..n-1 of type `d` laid along dim `dim` of `shape` (of size n), broadcast.
 Value *rangeAlong(Lowerer &l, const std::vector<int64_t> &shape, int dim, DType d,
                   const Span &span) {
@@ -641,6 +654,7 @@ SVal gatherFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
                              src->type.str() + " differ outside the gathered axis");
   std::vector<int64_t> shape = index->type.shape;
   shape.insert(shape.begin() + axis + 1, src->type.shape[axis]);
+  checkPairwiseSize(l, shape, "tl.gather", call.span);
   Value *wanted = l.broadcastTo(l.expandDims(index, axis + 1), shape, call.span);
   Value *at = rangeAlong(l, shape, axis + 1, index->type.dtype, call.span);
   Value *match = l.elementwise(OpKind::CmpEq, {wanted, at}, call.span);
@@ -657,6 +671,7 @@ SVal histogramFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   int64_t bins = constArg(l, *a[1], "tl.histogram").asInt();
   l.checkBlockShape({bins}, a[1]->span);
   std::vector<int64_t> shape = {x->type.shape[0], bins};
+  checkPairwiseSize(l, shape, "tl.histogram", call.span);
   Value *value = l.broadcastTo(l.expandDims(x, 1), shape, call.span);
   Value *match = l.elementwise(OpKind::CmpEq, {value, rangeAlong(l, shape, 1, x->type.dtype,
                                                                   call.span)},
