@@ -55,8 +55,8 @@ void Lowering::lowerAtomic(const Op &op) {
   TVal cmp = cas ? in(1) : TVal{};
   TVal mask = !cas && op.operands.size() > 2 ? in(2) : TVal{};
 
-  std::string owner = layout ? ownerPredicate(layout)
-                             : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
+  std::string owner =
+      layout ? ownerPredicate(layout) : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
   bool floatBits = (kind == "max" || kind == "min") && isFloat(d);
   DType bitsType = dtypeBits(d) == 64 ? DType::I64 : DType::I32;
   TVal out{layout, {}};
@@ -69,8 +69,8 @@ void Lowering::lowerAtomic(const Op &op) {
     std::string old = constantReg(d, 0, 0); // a fresh register; masked-off elements return 0
     if (floatBits) {
       // As integers: non-negative floats order like s32, negative ones reversed like u32.
-      std::string bits = opReg(dtypeBits(d) == 64 ? "mov.b64" : "mov.b32",
-                               regClassOf(bitsType), {value.regs[r]});
+      std::string bits =
+          opReg(dtypeBits(d) == 64 ? "mov.b64" : "mov.b32", regClassOf(bitsType), {value.regs[r]});
       std::string negative = compare(OpKind::CmpLt, bitsType, bits, "0");
       std::string positive = opReg("not.pred", RegClass::Pred, {negative});
       std::string s = std::to_string(dtypeBits(d));

@@ -92,8 +92,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string gm = opReg("and.b32", RegClass::B32, {group, imm(t.groupsM - 1)});
   std::string gn = opReg("shr.u32", RegClass::B32, {group, imm(__builtin_ctzll(t.groupsM))});
   // Rows are multiples of 64 and columns of a swizzle block: plain offsets.
-  std::string aStart =
-      opReg("mad.lo.u32", RegClass::B32, {gm, imm(tiles.a.offset(64, 0)), aBase});
+  std::string aStart = opReg("mad.lo.u32", RegClass::B32, {gm, imm(tiles.a.offset(64, 0)), aBase});
   std::string bStart = bBase;
   if (t.groupsN > 1)
     bStart = opReg("mad.lo.u32", RegClass::B32, {gn, imm(tiles.b.offset(0, t.groupN * 2)), bBase});
@@ -116,8 +115,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string accumulate = b.reg(RegClass::Pred);
   b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
 
-  std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16.f32." +
-                      ty + "." + ty;
+  std::string instr =
+      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16.f32." + ty + "." + ty;
   int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2;
   b.emit("wgmma.fence.sync.aligned");
   for (int64_t kk = 0; kk < t.K; kk += 16)
