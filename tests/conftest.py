@@ -70,6 +70,9 @@ class GpuShim:
         buffers = {}  # host address of an allocation -> (host bytes, device bytes)
 
         def on_device(value):
+            if tilec._args.is_descriptor(value):  # its tensor moves; sizes and strides stay
+                import dataclasses
+                return dataclasses.replace(value, base=on_device(value.base))
             if isinstance(value, np.ndarray):
                 low, high = tilec._args.memory_range(value)
                 dtype = value.dtype

@@ -3170,3 +3170,28 @@ def test_early_exit_tl_condition_and_expect_zero():
     x = np.arange(100, dtype=np.float32)
     early_exit_condition_kernel[(10,)](x, 100, BLOCK=16)  # 3 programs more than needed
     np.testing.assert_array_equal(x, np.arange(100) + 3)
+
+
+@tilec.jit
+def host_descriptor_matmul_kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
+                                  BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([pm * BM, k * BK]), b_desc.load([k * BK, pn * BN]), acc)
+    c_desc.store([pm * BM, pn * BN], acc)
+
+
+def test_host_tensor_descriptors_as_kernel_arguments(rng):
+    """triton.tools.tensor_descriptor.TensorDescriptor arguments (Triton's Hopper tutorials)."""
+    torch = pytest.importorskip("torch")
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    M, N, K, BM, BN, BK = 96, 80, 72, 64, 32, 32
+    a = torch.from_numpy(nonzero(rng, (M, K))).half()
+    b = torch.from_numpy(nonzero(rng, (K, N))).half()
+    c = torch.zeros(M, N)
+    host_descriptor_matmul_kernel[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](
+        TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+        TensorDescriptor(c, c.shape, c.stride(), [BM, BN]), K, BM=BM, BN=BN, BK=BK)
+    np.testing.assert_allclose(c.numpy(), (a.double() @ b.double()).numpy(), rtol=1e-5,
+                               atol=1e-4)

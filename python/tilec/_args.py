@@ -59,6 +59,11 @@ def is_tensor(value):
     ) or hasattr(value, "__cuda_array_interface__")
 
 
+def is_descriptor(value):
+    from .tools.tensor_descriptor import TensorDescriptor
+    return isinstance(value, TensorDescriptor)
+
+
 def element_type(value, name):
     """The Tile IR element type of a numpy array, torch tensor or CUDA array."""
     if isinstance(value, np.ndarray):
@@ -145,6 +150,13 @@ def specialize(name, value, constexpr_param, specialize_ints):
         ptr = data_pointer(value)
         aligned = 16 if ptr % 16 == 0 else 1
         return ("ptr", element_type(value, name), aligned), ptr
+    if is_descriptor(value):  # base pointer, then each dim's size and stride
+        if value.padding != "zero":
+            raise ValueError(f"argument '{name}': tilec's tensor descriptors pad with zeros only")
+        ptr = data_pointer(value.base)
+        spec = ("desc", element_type(value.base, name), 16 if ptr % 16 == 0 else 1,
+                tuple(value.block_shape))
+        return spec, [ptr, *value.shape, *value.strides]
     raise TypeError(
         f"argument '{name}' has type {type(value).__name__}; a kernel takes tensors, "
         "ints, floats, bools, None, dtypes and constexprs"

@@ -21,6 +21,8 @@ import tilec.compiler
 import tilec.language
 import tilec.runtime
 import tilec.testing
+import tilec.tools
+import tilec.tools.tensor_descriptor
 
 # The Triton release whose Python API tilec follows.
 TRITON_VERSION = "3.6.0"
@@ -83,6 +85,8 @@ _ALIASES = {
     "triton.runtime.autotuner": tilec.autotuner,
     "triton.compiler": tilec.compiler,
     "triton.testing": tilec.testing,
+    "triton.tools": tilec.tools,
+    "triton.tools.tensor_descriptor": tilec.tools.tensor_descriptor,
     "triton.language.math": tilec.language.math,
     "triton.language.extra": tilec.language.extra,
     "triton.language.extra.cuda": tilec.language.extra.cuda,

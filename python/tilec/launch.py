@@ -1,7 +1,9 @@
 """Launching a kernel: where it runs (CPU backend, GPU, or the interpreter for
 GPU tensors), compiling the specialization, and the launch itself."""
 
-from . import _C
+import dataclasses
+
+from . import _C, _args
 from .errors import KernelError
 from .jit import _gpu_options, interpreting, normalize_grid
 
@@ -56,10 +58,12 @@ def _interpret(fn, args, kwargs, grid):
     values, options = fn._bind(args, dict(kwargs))
     copies = {}
     for name, value in values.items():
-        device = getattr(value, "device", None)
-        if device is not None and str(device).startswith("cuda") and hasattr(value, "cpu"):
-            copies[name] = (value, value.detach().cpu())
-            values[name] = copies[name][1]
+        tensor = value.base if _args.is_descriptor(value) else value
+        device = getattr(tensor, "device", None)
+        if device is not None and str(device).startswith("cuda") and hasattr(tensor, "cpu"):
+            copies[name] = (tensor, tensor.detach().cpu())
+            values[name] = (dataclasses.replace(value, base=copies[name][1])
+                            if tensor is not value else copies[name][1])
     specs, runtime, memory, _ = fn._specialize(values)
     kernel = fn._compile(specs)
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
@@ -102,13 +106,14 @@ def launch_compiled(kernel, grid, args, stream):
     """Launches a CompiledKernel returned by warmup or tilec.compile."""
     if kernel.gpu is None:
         raise RuntimeError(f"'{kernel.name}' was compiled for the CPU; launch it through its @jit")
-    from . import _args
     from .runtime import driver
     device = driver.active.get_current_device()
     runtime = []
     for a in args:
         if _args.is_tensor(a):
             runtime.append(_args.data_pointer(a))
+        elif _args.is_descriptor(a):
+            runtime.extend([_args.data_pointer(a.base), *a.shape, *a.strides])
         elif a is None or isinstance(a, str):
             continue
         else:

@@ -146,6 +146,12 @@ KernelParam toParam(nb::handle spec) {
   } else if (kind == "bool") {
     p.kind = KernelParam::Bool;
     p.dtype = DType::I1;
+  } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape)
+    p.kind = KernelParam::Descriptor;
+    p.dtype = dtypeAt(1);
+    p.divisibility = nb::cast<int>(t[2]);
+    for (nb::handle d : nb::cast<nb::tuple>(t[3]))
+      p.blockShape.push_back(nb::cast<int64_t>(d));
   } else {
     throw std::invalid_argument("unknown parameter kind " + kind);
   }

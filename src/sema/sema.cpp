@@ -17,6 +17,33 @@ static Type paramType(const KernelParam &p) {
   }
 }
 
+// A host tensor descriptor: its base, sizes and strides arrive as arguments;
+// the kernel sees a block pointer at offset 0 (tensor descriptor methods load
+// and store tiles through it, as for tl.make_tensor_descriptor).
+static Value *descriptorParam(Function &fn, Builder &entry, const std::string &name,
+                              const KernelParam &p) {
+  size_t rank = p.blockShape.size();
+  std::vector<Value *> operands;
+  auto arg = [&](const std::string &argName, Type t) {
+    fn.argNames.push_back(argName);
+    fn.argDivisibility.push_back(argName == name ? p.divisibility : 1);
+    return fn.body->addArg(std::move(t));
+  };
+  operands.push_back(arg(name, Type::pointer(p.dtype)));
+  for (const char *part : {"shape", "stride"})
+    for (size_t d = 0; d < rank; ++d)
+      operands.push_back(arg(name + "." + part + std::to_string(d), Type::scalar(DType::I64)));
+  for (size_t d = 0; d < rank; ++d)
+    operands.push_back(entry.constInt(0, Type::scalar(DType::I32)));
+  std::vector<int64_t> order;
+  for (size_t d = 0; d < rank; ++d)
+    order.push_back((int64_t)(rank - 1 - d));
+  Op *op = entry.create(OpKind::MakeBlockPtr, operands,
+                        {Type::blockPointer(p.dtype, p.blockShape)});
+  op->setAttr("order", order);
+  return op->result();
+}
+
 std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<Resolver> resolver,
                                       const std::vector<KernelParam> &params) {
   std::unique_ptr<FunctionDef> def = parseFunction(source);
@@ -31,11 +58,16 @@ std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<R
   frame.source = source;
   frame.resolver = std::move(resolver);
   frame.isKernel = true;
+  Builder entry(fn->body.get());
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelParam &p = params[i];
     const std::string &name = def->params[i].name;
     if (p.kind == KernelParam::Constexpr) {
       frame.vars[name] = SVal::constant(p.value);
+      continue;
+    }
+    if (p.kind == KernelParam::Descriptor) {
+      frame.vars[name] = SVal::tensor(descriptorParam(*fn, entry, name, p));
       continue;
     }
     fn->argNames.push_back(name);

@@ -1,0 +1,1 @@
+"""Host-side helpers kernels take as arguments (as triton.tools)."""
