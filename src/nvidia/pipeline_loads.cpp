@@ -4,9 +4,11 @@
 // straight into the swizzled tile the dot reads (ldmatrix or wgmma).
 //
 // Taken when a loop's A and B tiles are each loaded from a loop-carried
-// pointer advanced by a loop-invariant offset, with no mask or a
-// loop-invariant one, and feed one dot that runs on mma.sync; B of 16-bit
-// types (copied as [K][N], read with ldmatrix.trans). Other loops run as written.
+// pointer advanced by a loop-invariant offset, with no mask or one that
+// depends on the iteration only through the induction variable (recomputed for
+// each copied iteration), and feed one dot that runs on the tensor cores
+// (mma.sync or wgmma); B of 16-bit types (copied as [K][N]). Other loops run
+// as written.
 #include <algorithm>
 #include <unordered_set>
 
@@ -150,10 +152,14 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     // An accumulator the loop carries through this dot alone can stay in the
     // tensor cores across iterations.
     const Value *acc = dot.operand(2);
-    UseCounts uses = countUses(body);
+    const UseCounts &counts = uses();
+    auto usedOnce = [&](const Value *v) {
+      auto it = counts.find(v);
+      return it != counts.end() && it->second == 1;
+    };
     p->asyncDot = wgmmaLayout(dot) && acc->owner == &body && acc->index > 0 &&
-                  body.terminator()->operand(acc->index - 1) == dot.result() &&
-                  uses[acc] == 1 && uses[dot.result()] == 1;
+                  body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
+                  usedOnce(dot.result());
     p->loads[1].offset = p->loads[0].slotBytes * p->stages;
     p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
     skipDeadMasks(*p, body);
@@ -218,6 +224,15 @@ static void moveInto(Lowering &L, const std::string &dst, const std::string &src
   L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
 }
 
+// The pointers the copies read, one iteration on.
+static void advanceCopies(Lowering &L, Pipeline &p) {
+  for (PipelinedLoad &l : p.loads) {
+    TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
+    for (size_t r = 0; r < moved.regs.size(); r += l.vec)
+      moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
+  }
+}
+
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
   needPipelineShared(p.totalBytes);
   p.ivValue = forOp.regions[0]->args[0].get();
@@ -238,11 +253,7 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
     issueCopies(*this, p, imm(s), iv, valid);
-    for (PipelinedLoad &l : p.loads) {
-      TVal moved = advance(*this, l.next, l.delta, l.load->result()->type.dtype, l.vec);
-      for (size_t r = 0; r < moved.regs.size(); r += l.vec)
-        moveInto(*this, l.next.regs[r], moved.regs[r], RegClass::B64);
-    }
+    advanceCopies(*this, p);
   }
   p.readSlot = b.reg(RegClass::B32);
   p.writeSlot = b.reg(RegClass::B32);
@@ -257,11 +268,7 @@ static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
   std::string ahead = L.opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
   std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
   issueCopies(L, p, p.writeSlot, ahead, valid);
-  for (PipelinedLoad &l : p.loads) {
-    TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
-    for (size_t r = 0; r < moved.regs.size(); r += l.vec)
-      moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
-  }
+  advanceCopies(L, p);
 }
 
 // At the first pipelined load of an iteration: wait for this iteration's

@@ -412,6 +412,23 @@ Value *permuteValue(Lowerer &l, Value *x, const std::vector<int64_t> &order) {
   return t->result();
 }
 
+// The dims in order with `axis` moved last, and the inverse of an order.
+std::vector<int64_t> axisLast(int rank, int axis) {
+  std::vector<int64_t> order;
+  for (int d = 0; d < rank; ++d)
+    if (d != axis)
+      order.push_back(d);
+  order.push_back(axis);
+  return order;
+}
+
+std::vector<int64_t> inverseOrder(const std::vector<int64_t> &order) {
+  std::vector<int64_t> back(order.size());
+  for (size_t d = 0; d < order.size(); ++d)
+    back[order[d]] = (int64_t)d;
+  return back;
+}
+
 // tl.flip(x, dim=None): reversed along dim (the last by default). The dim,
 // of size 2^k, is reshaped into k dims of 2, whose halves are swapped in turn.
 Value *flipValue(Lowerer &l, Value *x, int dim, const Span &span);
@@ -437,16 +454,9 @@ Value *flipValue(Lowerer &l, Value *x, int dim, const Span &span) {
   Value *y = l.reshape(x, split, span);
   int n = (int)split.size();
   for (int i = 0; i < steps; ++i) {
-    int axis = dim + i;
-    std::vector<int64_t> toLast, back(n);
-    for (int d = 0; d < n; ++d)
-      if (d != axis)
-        toLast.push_back(d);
-    toLast.push_back(axis);
-    for (int d = 0; d < n; ++d)
-      back[toLast[d]] = d;
+    std::vector<int64_t> toLast = axisLast(n, dim + i);
     auto [lo, hi] = splitValues(l, permuteValue(l, y, toLast), span);
-    y = permuteValue(l, joinValues(l, hi, lo, span), back);
+    y = permuteValue(l, joinValues(l, hi, lo, span), inverseOrder(toLast));
   }
   return l.reshape(y, shape, span);
 }
@@ -492,11 +502,7 @@ std::vector<Value *> treeReduce(Lowerer &l, std::vector<Value *> xs, int axis, b
                                 const Combine &combine, const Span &span) {
   std::vector<int64_t> shape = xs[0]->type.shape;
   int rank = (int)shape.size();
-  std::vector<int64_t> toLast;
-  for (int d = 0; d < rank; ++d)
-    if (d != axis)
-      toLast.push_back(d);
-  toLast.push_back(axis);
+  std::vector<int64_t> toLast = axisLast(rank, axis);
   for (Value *&x : xs) {
     if (x->type.shape != shape)
       l.error(span, "the tensors reduced together must have one shape, got " + x->type.str() +
@@ -730,13 +736,7 @@ ScanLevel scanLastDim(Lowerer &l, const std::vector<Value *> &xs, const Combine 
 std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bool reverse,
                                const Combine &combine, const Span &span) {
   int rank = xs[0]->type.rank();
-  std::vector<int64_t> toLast, back(rank);
-  for (int d = 0; d < rank; ++d)
-    if (d != axis)
-      toLast.push_back(d);
-  toLast.push_back(axis);
-  for (int d = 0; d < rank; ++d)
-    back[toLast[d]] = d;
+  std::vector<int64_t> toLast = axisLast(rank, axis), back = inverseOrder(toLast);
   for (Value *&x : xs) {
     if (x->type.shape != xs[0]->type.shape)
       l.error(span, "the tensors scanned together must have one shape");
@@ -834,10 +834,8 @@ Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span) {
         up = l.splatTo(l.constScalar(ConstValue::integer(descending ? 0 : 1), DType::I1), half);
       Value *first = l.b_.create1(OpKind::Select, {up, mn, mx}, mn->type);
       Value *second = l.b_.create1(OpKind::Select, {up, mx, mn}, mn->type);
-      std::vector<int64_t> back(rank + 2);
-      for (int d = 0; d < rank + 2; ++d)
-        back[order[d]] = d;
-      x = l.reshape(permuteValue(l, joinValues(l, first, second, span), back), shape, span);
+      x = l.reshape(permuteValue(l, joinValues(l, first, second, span), inverseOrder(order)),
+                    shape, span);
     }
   return x;
 }
@@ -866,13 +864,7 @@ SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool des
   int dim = given(dimArg) && !dimArg->val.isNone()
                 ? normalizeAxis(l, constArg(l, *dimArg, fnName).asInt(), rank, dimArg->span)
                 : rank - 1;
-  std::vector<int64_t> toLast, back(rank);
-  for (int d = 0; d < rank; ++d)
-    if (d != dim)
-      toLast.push_back(d);
-  toLast.push_back(dim);
-  for (int d = 0; d < rank; ++d)
-    back[toLast[d]] = d;
+  std::vector<int64_t> toLast = axisLast(rank, dim), back = inverseOrder(toLast);
   Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, span);
   if (k > 0) {
     if (k > y->type.shape.back() || (k & (k - 1)))
