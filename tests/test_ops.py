@@ -5,6 +5,7 @@ wrong mask, a wrong promotion or an op that ignores its operand shows up.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -2768,7 +2769,125 @@ def test_atomic_sem_and_scope(sem, scope):
     np.testing.assert_array_equal(buf, np.full(16, 3))
 
 
+@tilec.jit
+def atomic_copy_kernel(src_ptr, dst_ptr, n, LOAD_SEM: tl.constexpr, STORE_SEM: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.atomic_load(src_ptr + offs, mask=m, sem=LOAD_SEM, scope="gpu")
+    (dst_ptr + offs).atomic_store(x, mask=m, sem=STORE_SEM)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64,
+                                   np.float16, np.float32, np.float64, np.bool_])
+@pytest.mark.parametrize("load_sem,store_sem", [("acquire", "release"), ("relaxed", "relaxed")])
+def test_atomic_load_and_store_copy_masked(rng, dtype, load_sem, store_sem):
+    n = 101
+    src = full_range(rng, n, dtype) if np.issubdtype(dtype, np.integer) else (
+        rng.standard_normal(n) > 0 if dtype == np.bool_ else nonzero(rng, n).astype(dtype))
+    dst = np.zeros(n + 5, dtype)
+    if dtype != np.bool_:
+        dst[n:] = 7  # past the mask: untouched
+    atomic_copy_kernel[(tilec.cdiv(n, 32),)](src, dst, n, LOAD_SEM=load_sem,
+                                             STORE_SEM=store_sem, BLOCK=32)
+    np.testing.assert_array_equal(dst[:n], src)
+    if dtype != np.bool_:
+        np.testing.assert_array_equal(dst[n:], 7)
+
+
+@tilec.jit
+def flag_handoff_kernel(data_ptr, flag_ptr, out_ptr, BLOCK: tl.constexpr, POLL: tl.constexpr):
+    """Program 0 publishes a block and raises a flag with a release store; the
+    others wait for the flag with an acquire load (or tl.atomic_poll), then read."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if pid == 0:
+        tl.store(data_ptr + offs, offs * 3 + 1)
+        tl.atomic_store(flag_ptr, 1)
+    else:
+        if POLL:
+            tl.atomic_poll(flag_ptr, 1)
+        else:
+            while tl.atomic_load(flag_ptr) == 0:
+                pass
+        tl.store(out_ptr + pid * BLOCK + offs, tl.load(data_ptr + offs))
+
+
+@pytest.mark.parametrize("poll", [False, True])
+def test_release_store_acquire_load_hand_off(poll):
+    programs, block = 6, 64
+    data, flag = np.zeros(block, np.int32), np.zeros(1, np.int32)
+    out = np.zeros(programs * block, np.int32)
+    flag_handoff_kernel[(programs,)](data, flag, out, BLOCK=block, POLL=poll)
+    assert flag[0] == 1
+    ref = np.arange(block) * 3 + 1
+    np.testing.assert_array_equal(out.reshape(programs, block)[1:], np.tile(ref, (programs - 1, 1)))
+
+
+@tilec.jit
+def poll_timeout_kernel(ptr, seen_ptr, expected, timeout, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    seen = tl.atomic_poll(ptr + offs, expected, sem="relaxed", scope="gpu", timeout_ns=timeout)
+    tl.store(seen_ptr + offs, seen)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.uint64])
+def test_atomic_poll_times_out_where_the_value_never_comes(dtype):
+    block = 64
+    buf = np.where(np.arange(block) % 3 == 0, 5, 4).astype(dtype)
+    seen = np.zeros(block, np.bool_)
+    poll_timeout_kernel[(1,)](buf, seen, 5, 20000, BLOCK=block)
+    np.testing.assert_array_equal(seen, np.arange(block) % 3 == 0)
+    poll_timeout_kernel[(1,)](buf, seen, 5, 0, BLOCK=block)  # each is read at least once
+    np.testing.assert_array_equal(seen, np.arange(block) % 3 == 0)
+
+
+@tilec.jit
+def atomic_misuse_kernel(p, q, CASE: tl.constexpr):
+    if CASE == 0:
+        tl.atomic_load(p, sem="release")
+    elif CASE == 1:
+        tl.atomic_store(p, 1.0, sem="acquire")
+    elif CASE == 2:
+        tl.atomic_poll(p, 1)
+    else:
+        tl.atomic_poll(q, 1, timeout_ns=-1)
+
+
+@pytest.mark.parametrize("case,message", [
+    (0, "sem must be one of 'acquire', 'relaxed', got 'release'"),
+    (1, "sem must be one of 'release', 'relaxed', got 'acquire'"),
+    (2, "tl.atomic_poll() takes 16-, 32- or 64-bit integer elements, not f32"),
+    (3, "atomic_poll timeout_ns must be non-negative"),
+])
+def test_atomic_load_store_poll_errors(case, message):
+    with pytest.raises(tilec.CompilationError, match=re.escape(message)):
+        atomic_misuse_kernel[(1,)](np.zeros(4, np.float32), np.zeros(4, np.int32), CASE=case)
+
+
 # --- small names of triton.language
+
+
+@tilec.jit
+def logical_methods_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m, other=0)
+    b = tl.load(b_ptr + offs, mask=m, other=0)
+    (out_ptr + offs).store(a.logical_and(b > 0), mask=m)
+    (out_ptr + n + offs).store((a > 1).logical_or(b != 0), mask=m)
+    tl.store(out_ptr + 2 * n + offs, offs.cdiv(3) == 1, mask=m)
+
+
+def test_logical_and_or_and_other_tensor_methods(rng):
+    n = 37
+    a = rng.integers(-2, 3, size=n).astype(np.int32)
+    b = rng.integers(-2, 3, size=n).astype(np.int32)
+    out = np.zeros(3 * n, np.bool_)
+    logical_methods_kernel[(1,)](a, b, out, n, BLOCK=64)
+    np.testing.assert_array_equal(out[:n], (a != 0) & (b > 0))
+    np.testing.assert_array_equal(out[n:2 * n], (a > 1) | (b != 0))
+    np.testing.assert_array_equal(out[2 * n:], (np.arange(n) + 2) // 3 == 1)
 
 
 def _swizzle_reference(i, j, size_i, size_j, size_g):

@@ -6,6 +6,7 @@
 #include "cpu/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -91,6 +92,7 @@ private:
   void execLoad(const Op &op);
   void execStore(const Op &op);
   void execAtomic(const Op &op);
+  void execAtomicAccess(const Op &op);
   void execBlockAccess(const Op &op, bool isStore);
   void execReduce(const Op &op);
   void execCumSum(const Op &op);
@@ -563,6 +565,100 @@ void Program::execAtomic(const Op &op) {
       out.f[k] = bitsToFloat(old, d);
     else
       out.i[k] = wrapInt((int64_t)old, d);
+  }
+  val(op.result()) = std::move(out);
+}
+
+// The `bytes`-wide element at `addr`, read or written as one atomic access.
+uint64_t atomicLoadBits(uint64_t addr, int bytes, int order) {
+  switch (bytes) {
+  case 1:
+    return __atomic_load_n(reinterpret_cast<uint8_t *>(addr), order);
+  case 2:
+    return __atomic_load_n(reinterpret_cast<uint16_t *>(addr), order);
+  case 4:
+    return __atomic_load_n(reinterpret_cast<uint32_t *>(addr), order);
+  default:
+    return __atomic_load_n(reinterpret_cast<uint64_t *>(addr), order);
+  }
+}
+
+void atomicStoreBits(uint64_t addr, int bytes, uint64_t bits, int order) {
+  switch (bytes) {
+  case 1:
+    return __atomic_store_n(reinterpret_cast<uint8_t *>(addr), (uint8_t)bits, order);
+  case 2:
+    return __atomic_store_n(reinterpret_cast<uint16_t *>(addr), (uint16_t)bits, order);
+  case 4:
+    return __atomic_store_n(reinterpret_cast<uint32_t *>(addr), (uint32_t)bits, order);
+  default:
+    return __atomic_store_n(reinterpret_cast<uint64_t *>(addr), bits, order);
+  }
+}
+
+// tl.atomic_load, atomic_store and atomic_poll. A poll spins on each element
+// in turn, all against one deadline; an element is read at least once.
+void Program::execAtomicAccess(const Op &op) {
+  const Tile &ptr = val(op.operand(0));
+  DType d = op.operand(0)->type.pointee;
+  int bytes = dtypeBytes(d);
+  size_t n = op.operand(0)->type.numel();
+  bool relaxed = op.strAttr("sem") == "relaxed";
+  uint64_t widthMask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+  auto bitsOf = [&](const Tile &t, size_t k) {
+    return (isFloat(d) ? floatToBits(t.f[k], d) : (uint64_t)t.i[k]) & widthMask;
+  };
+  if (op.kind == OpKind::AtomicStore) {
+    const Tile &v = val(op.operand(1));
+    const Tile *mask = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
+    for (size_t k = 0; k < n; ++k) {
+      if (mask && !mask->i[k])
+        continue;
+      checkAccess(op, (uint64_t)ptr.i[k], bytes, true);
+      atomicStoreBits((uint64_t)ptr.i[k], bytes, bitsOf(v, k),
+                      relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
+    }
+    return;
+  }
+  int order = relaxed ? __ATOMIC_RELAXED : __ATOMIC_ACQUIRE;
+  Tile out;
+  if (op.kind == OpKind::AtomicLoad) {
+    const Tile *mask = op.operands.size() > 1 ? &val(op.operand(1)) : nullptr;
+    if (isFloat(d))
+      out.f.assign(n, 0.0);
+    else
+      out.i.assign(n, 0);
+    for (size_t k = 0; k < n; ++k) {
+      if (mask && !mask->i[k])
+        continue;
+      checkAccess(op, (uint64_t)ptr.i[k], bytes, false);
+      uint64_t bits = atomicLoadBits((uint64_t)ptr.i[k], bytes, order);
+      if (isFloat(d))
+        out.f[k] = bitsToFloat(bits, d);
+      else
+        out.i[k] = d == DType::I1 ? bits != 0 : wrapInt((int64_t)bits, d);
+    }
+  } else { // AtomicPoll
+    const Tile &expected = val(op.operand(1));
+    bool timed = op.operands.size() > 2;
+    auto deadline = std::chrono::steady_clock::now();
+    if (timed)
+      deadline += std::chrono::nanoseconds(
+          (int64_t)std::min<uint64_t>((uint64_t)val(op.operand(2)).i[0], INT64_MAX / 2));
+    out.i.assign(n, 0);
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t addr = (uint64_t)ptr.i[k];
+      checkAccess(op, addr, bytes, false);
+      for (;;) {
+        if (atomicLoadBits(addr, bytes, order) == bitsOf(expected, k)) {
+          out.i[k] = 1;
+          break;
+        }
+        if (timed && std::chrono::steady_clock::now() >= deadline)
+          break;
+        std::this_thread::yield(); // let the program that will write it run
+      }
+    }
   }
   val(op.result()) = std::move(out);
 }
@@ -1083,6 +1179,11 @@ void Program::exec(const Op &op) {
   case OpKind::AtomicRMW:
   case OpKind::AtomicCAS:
     execAtomic(op);
+    return;
+  case OpKind::AtomicLoad:
+  case OpKind::AtomicStore:
+  case OpKind::AtomicPoll:
+    execAtomicAccess(op);
     return;
   case OpKind::ConvertLayout: // GPU-level: only on a GPU backend's copy
     throw std::logic_error("GPU-level op " + std::string(op.info().mnemonic) +

@@ -285,6 +285,39 @@ void checkAtomic(const Op &op) {
           "an atomic's scope is cta, gpu or sys");
 }
 
+// atomic_load: ptr [, mask]; atomic_store: ptr, value [, mask]; atomic_poll:
+// ptr, expected [, timeout].
+void checkAtomicAccess(const Op &op) {
+  size_t n = op.operands.size();
+  bool load = op.kind == OpKind::AtomicLoad, poll = op.kind == OpKind::AtomicPoll;
+  size_t least = load ? 1 : 2;
+  require(n >= least && n <= least + 1, op,
+          load ? "atomic_load takes ptr [, mask]"
+               : poll ? "atomic_poll takes ptr, expected [, timeout]"
+                      : "atomic_store takes ptr, value [, mask]");
+  const Type &ptr = op.operand(0)->type;
+  require(ptr.dtype == DType::Ptr, op, "atomics access a !ptr or a tensor of them");
+  if (!load)
+    require(op.operand(1)->type == pointeeOf(ptr), op,
+            "an atomic's values are the pointee, shaped as ptr");
+  if (n > least && poll)
+    require(op.operand(2)->type == Type::scalar(DType::U64), op, "atomic_poll's timeout is a u64");
+  else if (n > least)
+    require(op.operand((int)least)->type == ptr.withDType(DType::I1), op,
+            "an atomic's mask is i1 shaped as ptr");
+  if (load)
+    require(op.result()->type == pointeeOf(ptr), op, "atomic_load returns the pointee");
+  if (poll)
+    require(op.result()->type == ptr.withDType(DType::I1), op, "atomic_poll returns i1 shaped as ptr");
+  std::string sem = op.strAttr("sem"), scope = op.strAttr("scope");
+  bool store = op.kind == OpKind::AtomicStore;
+  require(sem == "relaxed" || sem == (store ? "release" : "acquire"), op,
+          store ? "atomic_store's sem is relaxed or release"
+                : "atomic_load's and atomic_poll's sem is relaxed or acquire");
+  require(scope == "cta" || scope == "gpu" || scope == "sys", op,
+          "an atomic's scope is cta, gpu or sys");
+}
+
 void checkMakeBlockPtr(const Op &op) {
   const Type &out = op.result()->type;
   require(!op.operands.empty() && isScalarOf(op.operand(0)->type, DKind::Pointer) &&
@@ -442,6 +475,10 @@ void checkOp(const Op &op) {
   case OpKind::AtomicRMW:
   case OpKind::AtomicCAS:
     return checkAtomic(op);
+  case OpKind::AtomicLoad:
+  case OpKind::AtomicStore:
+  case OpKind::AtomicPoll:
+    return checkAtomicAccess(op);
   case OpKind::MakeBlockPtr:
     return checkMakeBlockPtr(op);
   case OpKind::Advance:

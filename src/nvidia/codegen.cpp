@@ -222,6 +222,9 @@ void Lowering::lowerOp(const Op &op) {
     return;
   case OpKind::AtomicRMW:
   case OpKind::AtomicCAS:
+  case OpKind::AtomicLoad:
+  case OpKind::AtomicStore:
+  case OpKind::AtomicPoll:
     lowerAtomic(op);
     return;
   case OpKind::Store:

@@ -4,6 +4,8 @@
 // through shared memory. Float max and min, which atom lacks, use the order
 // of the bits: max of a non-negative float is atom.max.s32 of its bits, of a
 // negative one atom.min.u32 (and the reverse for min), as Triton does.
+// atomic_load/store are ld.acquire / st.release (or .relaxed) by the owner, so
+// that every copy of a value agrees; atomic_poll spins on ld by the owner.
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -29,31 +31,44 @@ std::string atomType(const std::string &kind, DType d) {
 } // namespace
 
 void Lowering::lowerAtomic(const Op &op) {
-  bool cas = op.kind == OpKind::AtomicCAS;
-  std::string kind = cas ? "cas" : op.strAttr("kind");
-  DType d = op.result()->type.dtype;
-  if (d == DType::BF16 && arch < 90)
+  bool cas = op.kind == OpKind::AtomicCAS, load = op.kind == OpKind::AtomicLoad,
+       store = op.kind == OpKind::AtomicStore, poll = op.kind == OpKind::AtomicPoll;
+  std::string kind = cas     ? "cas"
+                     : load  ? "load"
+                     : store ? "store"
+                     : poll  ? "poll"
+                             : op.strAttr("kind");
+  const Type &ptrType = op.operand(0)->type;
+  DType d = ptrType.pointee;
+  if (d == DType::BF16 && arch < 90 && !load && !store)
     unsupported(op, "atomic_add of bfloat16 (it needs sm_90)");
-  std::string head = "atom." + op.strAttr("sem") + "." + op.strAttr("scope") + ".global.";
+  std::string order = "." + op.strAttr("sem") + "." + op.strAttr("scope") + ".global";
+  std::string head = "atom" + order + ".";
   if (kind == "xchg")
     head += "exch";
   else
     head += kind;
 
   // Every operand in one layout: the first that is not a splat.
-  size_t count = cas ? 3 : op.operands.size();
+  size_t count = poll ? 2 : op.operands.size();
   const LinearLayout *layout = nullptr;
-  for (size_t k = 0; k < count && op.result()->type.isTensor(); ++k) {
+  for (size_t k = 0; k < count && ptrType.isTensor(); ++k) {
     const TVal &t = val(op.operand((int)k));
     if (t.isTensor() && !t.uniform && !layout)
       layout = t.layout;
   }
-  if (op.result()->type.isTensor() && !layout)
-    layout = defaultLayout(op.result()->type.shape);
+  if (ptrType.isTensor() && !layout)
+    layout = defaultLayout(ptrType.shape);
   auto in = [&](int k) { return layout ? materialize(op.operand(k), layout) : val(op.operand(k)); };
-  TVal ptr = in(0), value = in(cas ? 2 : 1);
+  int valueAt = cas ? 2 : load ? -1 : 1, maskAt = load ? 1 : store || !cas ? 2 : -1;
+  if (poll)
+    maskAt = -1;
+  TVal ptr = in(0), value = valueAt >= 0 ? in(valueAt) : TVal{};
   TVal cmp = cas ? in(1) : TVal{};
-  TVal mask = !cas && op.operands.size() > 2 ? in(2) : TVal{};
+  TVal mask = maskAt >= 0 && (int)op.operands.size() > maskAt ? in(maskAt) : TVal{};
+  std::string start; // a poll's time budget starts here
+  if (poll && op.operands.size() > 2)
+    start = opReg("mov.u64", RegClass::B64, {"%globaltimer"});
 
   std::string owner =
       layout ? ownerPredicate(layout) : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
@@ -66,6 +81,47 @@ void Lowering::lowerAtomic(const Op &op) {
       p = p.empty() ? mask.regs[r] : opReg("and.pred", RegClass::Pred, {p, mask.regs[r]});
     std::string pred = p.empty() ? "" : "@" + p + " ";
     std::string addr = "[" + ptr.regs[r] + "]";
+    if (store) {
+      std::string v = value.regs[r];
+      if (d == DType::I1)
+        v = opReg("selp.u32", RegClass::B32, {"1", "0", v});
+      b.emit(pred + "st" + order + memType(d) + " " + addr + ", " + v);
+      continue;
+    }
+    if (load) {
+      // Masked-off elements read 0; an i1 is a byte in memory.
+      std::string dst = constantReg(d == DType::I1 ? DType::U32 : d, 0, 0);
+      b.emit(pred + "ld" + order + memType(d) + " " + dst + ", " + addr);
+      out.regs.push_back(d == DType::I1 ? opReg("setp.ne.u32", RegClass::Pred, {dst, "0"})
+                                        : normalize(dst, d));
+      continue;
+    }
+    if (poll) {
+      // Read until the value is seen or the budget is spent; a thread that does
+      // not own the element skips the loop.
+      std::string seen = b.reg(RegClass::Pred), again = b.newLabel("poll"),
+                  done = b.newLabel("poll_done");
+      b.emit("setp.ne.u32 " + seen + ", 0, 0");
+      if (!p.empty())
+        b.emit("@!" + p + " bra " + done);
+      b.label(again);
+      std::string now = constantReg(d, 0, 0);
+      b.emit("ld" + order + memType(d) + " " + now + ", " + addr);
+      b.emit("mov.pred " + seen + ", " +
+             compare(OpKind::CmpEq, d, normalize(now, d), value.regs[r]));
+      b.emit("@" + seen + " bra " + done);
+      if (!start.empty()) {
+        std::string elapsed = opReg(
+            "sub.u64", RegClass::B64, {opReg("mov.u64", RegClass::B64, {"%globaltimer"}), start});
+        std::string spent =
+            opReg("setp.ge.u64", RegClass::Pred, {elapsed, val(op.operand(2)).regs[0]});
+        b.emit("@" + spent + " bra " + done);
+      }
+      b.emit("bra " + again);
+      b.label(done);
+      out.regs.push_back(seen);
+      continue;
+    }
     std::string old = constantReg(d, 0, 0); // a fresh register; masked-off elements return 0
     if (floatBits) {
       // As integers: non-negative floats order like s32, negative ones reversed like u32.
@@ -94,10 +150,15 @@ void Lowering::lowerAtomic(const Op &op) {
     out.regs.push_back(normalize(old, d));
   }
 
+  if (store)
+    return;
   // Threads holding copies of an element (all threads, for a scalar) read the
   // owner's old value back through shared memory, when anything uses it.
+  d = op.result()->type.dtype;
   bool replicated = !layout || layout->replicatedLaneMask() || layout->replicatedWarpMask();
-  if (replicated && uses().count(op.result())) {
+  if (poll && !replicated)
+    barrier(); // the block waits for every poll
+  if (replicated && (poll || uses().count(op.result()))) {
     int bytes = dtypeBytes(d);
     int64_t numel = op.result()->type.isTensor() ? op.result()->type.numel() : 1;
     needShared(numel * bytes);

@@ -8,8 +8,6 @@
 
 namespace tilec::nvidia {
 
-namespace {} // namespace
-
 // How many leading registers hold consecutive elements of the last dim.
 int contiguousRegisters(const LinearLayout &l) {
   int last = l.rank() - 1, k = 0;
@@ -21,15 +19,6 @@ int contiguousRegisters(const LinearLayout &l) {
     ++k;
   }
   return 1 << k;
-}
-
-namespace {
-
-int floorPow2(int64_t v) {
-  int p = 1;
-  while (p * 2 <= v)
-    p *= 2;
-  return p;
 }
 
 const char *memType(DType d) {
@@ -60,6 +49,16 @@ const char *memType(DType d) {
     return ".b32";
   }
 }
+
+namespace {
+
+int floorPow2(int64_t v) {
+  int p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  return p;
+}
+
 
 std::string vecSuffix(int n) { return n == 1 ? "" : ".v" + std::to_string(n); }
 

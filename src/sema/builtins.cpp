@@ -262,6 +262,84 @@ SVal atomicCas(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(op->result());
 }
 
+// The element types tl.atomic_load/store take: integers and floats.
+Value *atomicAccessPointer(Lowerer &l, const Arg &a, const char *fnName) {
+  Value *ptr = pointerArg(l, a, fnName);
+  if (ptr->type.dtype == DType::BlockPtr)
+    l.error(a.span, std::string(fnName) +
+                        "() takes a pointer or a tensor of pointers, not a block pointer");
+  DType d = ptr->type.pointee;
+  if (isPointer(d))
+    l.error(a.span, std::string(fnName) + "() takes integer and floating-point elements, not " +
+                        dtypeName(d));
+  return ptr;
+}
+
+// tl.atomic_load(pointer, mask=None, sem=None, scope=None): the values, each
+// read atomically with acquire (Triton's default) or relaxed ordering.
+SVal atomicLoad(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = atomicAccessPointer(l, *a[0], "tl.atomic_load");
+  std::vector<Value *> operands = {ptr};
+  if (Value *mask = optionalMask(l, a[1])) {
+    auto [p, m] = l.broadcastPair(ptr, mask, call.span);
+    operands = {p, m};
+  }
+  Type t = Type::scalar(ptr->type.pointee).withShape(operands[0]->type.shape);
+  Op *op = l.b_.create(OpKind::AtomicLoad, operands, {t});
+  op->setAttr("sem", atomicOption(l, a[2], "sem", "acquire", {"acquire", "relaxed"}));
+  op->setAttr("scope", atomicOption(l, a[3], "scope", "gpu", {"cta", "gpu", "sys"}));
+  return SVal::tensor(op->result());
+}
+
+// tl.atomic_store(pointer, val, mask=None, sem=None, scope=None): each element
+// written atomically, with release (the default) or relaxed ordering.
+SVal atomicStore(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = atomicAccessPointer(l, *a[0], "tl.atomic_store");
+  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
+  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
+  std::vector<Value *> operands = {p, bv};
+  if (Value *mask = optionalMask(l, a[2])) {
+    auto [p2, m] = l.broadcastPair(p, mask, call.span);
+    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
+  }
+  Op *op = l.b_.create(OpKind::AtomicStore, operands, {});
+  op->setAttr("sem", atomicOption(l, a[3], "sem", "release", {"release", "relaxed"}));
+  op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
+  return SVal::constant(ConstValue::none());
+}
+
+// tl.atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None):
+// waits until each element equals the expected value, or until timeout_ns (one
+// budget for the whole call) runs out; true where the value was seen.
+SVal atomicPoll(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  Value *ptr = atomicAccessPointer(l, *a[0], "tl.atomic_poll");
+  DType d = ptr->type.pointee;
+  int bits = dtypeBits(d);
+  if (!isInteger(d) || (bits != 16 && bits != 32 && bits != 64))
+    l.error(a[0]->span, std::string("tl.atomic_poll() takes 16-, 32- or 64-bit integer elements, not ") +
+                            dtypeName(d));
+  Value *expected = l.materialize(a[1]->val, a[1]->span, d);
+  if (expected->type.dtype != d)
+    expected = l.castTo(expected, d);
+  auto [p, e] = l.broadcastPair(ptr, expected, call.span);
+  std::vector<Value *> operands = {p, e};
+  if (given(a[4])) {
+    const SVal &t = a[4]->val;
+    if (t.isConst() && t.c.kind == ConstValue::Int && t.c.i < 0)
+      l.error(a[4]->span, "atomic_poll timeout_ns must be non-negative");
+    Value *timeout = l.materialize(t, a[4]->span, DType::U64);
+    if (timeout->type.isTensor() || !isInteger(timeout->type.dtype))
+      l.error(a[4]->span, "atomic_poll timeout_ns must be a scalar integer, got " + t.describe());
+    if (timeout->type.dtype != DType::U64)
+      timeout = l.castTo(timeout, DType::U64);
+    operands.push_back(timeout);
+  }
+  Op *op = l.b_.create(OpKind::AtomicPoll, operands, {p->type.withDType(DType::I1)});
+  op->setAttr("sem", atomicOption(l, a[2], "sem", "acquire", {"acquire", "relaxed"}));
+  op->setAttr("scope", atomicOption(l, a[3], "scope", "gpu", {"cta", "gpu", "sys"}));
+  return SVal::tensor(op->result());
+}
+
 SVal makeBlockPtr(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *base = pointerArg(l, *a[0], "tl.make_block_ptr");
   if (base->type.isTensor() || base->type.dtype != DType::Ptr)
@@ -1370,6 +1448,18 @@ std::map<std::string, BuiltinDef> makeTable() {
     add(std::string("atomic_") + kind, {"pointer", "val", "mask=", "sem=", "scope="},
         [kind](Lowerer &l, Args &a, R &, const Expr &c) { return atomicRmw(l, a, c, kind); });
   add("atomic_cas", {"pointer", "cmp", "val", "sem=", "scope="}, atomicCas);
+  // x.logical_and(y), x.logical_or(y): both as booleans (nonzero is true).
+  for (auto [name, kind] : {std::pair{"logical_and", BinOpKind::BitAnd},
+                            std::pair{"logical_or", BinOpKind::BitOr}})
+    add(name, {"input", "other"}, [kind = kind](Lowerer &l, Args &a, R &, const Expr &c) {
+      auto asBool = [&](const Arg &x) {
+        return SVal::tensor(l.toMask(l.materialize(x.val, x.span)));
+      };
+      return l.binary(kind, asBool(*a[0]), asBool(*a[1]), c.span);
+    });
+  add("atomic_load", {"pointer", "mask=", "sem=", "scope="}, atomicLoad);
+  add("atomic_store", {"pointer", "val", "mask=", "sem=", "scope="}, atomicStore);
+  add("atomic_poll", {"pointer", "expected_value", "sem=", "scope=", "timeout_ns="}, atomicPoll);
   // A constexpr as a runtime scalar of its default type (int32 or int64, fp32, int1).
   add("to_tensor", {"x"}, [](Lowerer &l, Args &a, R &, const Expr &) {
     return SVal::tensor(l.materialize(a[0]->val, a[0]->span));
@@ -1628,7 +1718,11 @@ bool isTensorMethod(const std::string &name) {
       "expand_dims", "sum", "max",     "min",     "argmax",       "argmin",  "cumsum",
       "exp",     "exp2",   "log",      "log2",    "sqrt",         "rsqrt",   "abs",
       "sin",     "cos",    "floor",    "ceil",    "erf",          "sigmoid", "softmax",
-      "ravel",   "split",  "flip",     "reduce",  "xor_sum",      "cumprod", "associative_scan", "sort", "topk"};
+      "ravel",   "split",  "flip",     "reduce",  "xor_sum",      "cumprod", "associative_scan", "sort", "topk",
+      "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+      "atomic_xchg", "atomic_cas", "atomic_load", "atomic_store", "atomic_poll", "store",
+      "advance", "cdiv", "gather", "histogram", "reduce_or", "sqrt_rn", "logical_and",
+      "logical_or"};
   for (const char *m : methods)
     if (name == m)
       return true;
