@@ -1185,6 +1185,9 @@ void Program::exec(const Op &op) {
   case OpKind::AtomicPoll:
     execAtomicAccess(op);
     return;
+  case OpKind::InlineAsm:
+    fail(op, "tl.inline_asm_elementwise runs PTX assembly, which only the NVIDIA backend can "
+             "run; launch the kernel on CUDA tensors");
   case OpKind::ConvertLayout: // GPU-level: only on a GPU backend's copy
     throw std::logic_error("GPU-level op " + std::string(op.info().mnemonic) +
                            " reached the CPU backend");

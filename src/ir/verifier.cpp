@@ -17,6 +17,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "ir/inline_asm.h"
 #include "ir/printer.h"
 
 namespace tilec {
@@ -318,6 +319,21 @@ void checkAtomicAccess(const Op &op) {
           "an atomic's scope is cta, gpu or sys");
 }
 
+// inline_asm: operands and results share one shape; the constraints parse.
+void checkInlineAsm(const Op &op) {
+  require(!op.results.empty(), op, "inline_asm has at least one result");
+  const auto &shape = op.result()->type.shape;
+  for (const auto &r : op.results)
+    require(r->type.shape == shape && !isPointer(r->type.dtype), op,
+            "inline_asm's results are numbers of one shape");
+  for (const Value *v : op.operands)
+    require(v->type.shape == shape, op, "inline_asm's operands have its results' shape");
+  require(op.attr("asm") && op.attr("pack") && op.intAttr("pack") >= 1, op,
+          "inline_asm needs 'asm' and 'pack'");
+  require(parseAsmConstraints(op.strAttr("constraints")).error.empty(), op,
+          "inline_asm's constraints do not parse");
+}
+
 void checkMakeBlockPtr(const Op &op) {
   const Type &out = op.result()->type;
   require(!op.operands.empty() && isScalarOf(op.operand(0)->type, DKind::Pointer) &&
@@ -479,6 +495,8 @@ void checkOp(const Op &op) {
   case OpKind::AtomicStore:
   case OpKind::AtomicPoll:
     return checkAtomicAccess(op);
+  case OpKind::InlineAsm:
+    return checkInlineAsm(op);
   case OpKind::MakeBlockPtr:
     return checkMakeBlockPtr(op);
   case OpKind::Advance:

@@ -227,6 +227,9 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::AtomicPoll:
     lowerAtomic(op);
     return;
+  case OpKind::InlineAsm:
+    lowerInlineAsm(op);
+    return;
   case OpKind::Store:
     lowerStore(op);
     return;

@@ -85,9 +85,8 @@ int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, co
   return width;
 }
 
-// Unpacks 32-bit words into `n` elements of a type narrower than 4 bytes.
-static std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words,
-                                            DType d) {
+std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words,
+                                     DType d) {
   std::vector<std::string> out;
   int bytes = dtypeBytes(d);
   for (const std::string &w : words) {

@@ -90,6 +90,8 @@ std::string roundToTf32(Lowering &L, const std::string &f);
 const char *memType(DType d);
 // Packs elements narrower than 4 bytes into 32-bit words (lower_memory.cpp).
 std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems, DType d);
+// Unpacks 32-bit words into the elements of a type narrower than 4 bytes.
+std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words, DType d);
 class Lowering;
 struct TVal;
 // Elements per access that axis info proves contiguous, aligned and equally
@@ -210,6 +212,11 @@ public:
   void lowerLoad(const Op &op);
   void lowerStore(const Op &op);
   void lowerAtomic(const Op &op);
+  void lowerInlineAsm(const Op &op);
+  std::vector<std::string> asmInputRegisters(const std::vector<std::string> &elems, DType d,
+                                             const char *letters);
+  std::vector<std::string> asmOutputElements(const std::vector<std::string> &regs, DType d,
+                                             int pack, const char *letters);
   // How often each value of the kernel is used (computed once).
   const UseCounts &uses();
   void lowerBlockPtr(const Op &op);

@@ -36,6 +36,8 @@ bool isRemovable(const Op &op) {
     return false;
   if (op.kind == OpKind::Load)
     return true; // only reads memory
+  if (op.kind == OpKind::InlineAsm)
+    return op.intAttr("pure") != 0;
   if (op.regions.empty())
     return op.has(PURE);
   if (!isControlFlow(op.kind))

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "ir/inline_asm.h"
 #include "sema/lowerer.h"
 
 namespace tilec {
@@ -338,6 +339,117 @@ SVal atomicPoll(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   op->setAttr("sem", atomicOption(l, a[2], "sem", "acquire", {"acquire", "relaxed"}));
   op->setAttr("scope", atomicOption(l, a[3], "scope", "gpu", {"cta", "gpu", "sys"}));
   return SVal::tensor(op->result());
+}
+
+// A constexpr string argument.
+std::string stringArg(Lowerer &l, const Arg &a, const char *what) {
+  if (!a.val.isConst() || a.val.c.kind != ConstValue::Str)
+    l.error(a.span, std::string(what) + " must be a constexpr string, got " + a.val.describe());
+  return a.val.c.s;
+}
+
+// tl.inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack): PTX
+// run on each `pack` elements of the broadcast args; one tensor per dtype (a
+// tuple when dtype is a tuple). The constraints must name as many registers as
+// asmRegisters gives for each output and input.
+SVal inlineAsmFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  std::string text = stringArg(l, *a[0], "asm");
+  std::string constraints = stringArg(l, *a[1], "constraints");
+  std::vector<Value *> inputs;
+  const SVal &given = a[2]->val;
+  std::vector<SVal> args = given.kind == SVal::Tuple ? given.elems : std::vector<SVal>{given};
+  if (given.isConst() && given.c.kind == ConstValue::Tuple) { // constants only, or none
+    args.clear();
+    for (const ConstValue &c : given.c.elems)
+      args.push_back(SVal::constant(c));
+  }
+  for (const SVal &x : args) {
+    Value *v = l.materialize(x, a[2]->span);
+    if (v->type.dtype == DType::BlockPtr)
+      l.error(a[2]->span, "tl.inline_asm_elementwise() takes tensors, not block pointers");
+    inputs.push_back(v);
+  }
+  std::vector<int64_t> shape;
+  for (size_t k = 1; k < inputs.size(); ++k)
+    inputs[0] = l.broadcastPair(inputs[0], inputs[k], call.span).first;
+  if (!inputs.empty())
+    shape = inputs[0]->type.shape;
+  for (Value *&v : inputs)
+    v = shape.empty() ? v : l.broadcastTo(v, shape, call.span);
+  const ConstValue &dt = a[3]->val.c;
+  bool many = a[3]->val.isConst() && dt.kind == ConstValue::Tuple;
+  std::vector<DType> outs;
+  for (const ConstValue &c : many ? dt.elems : std::vector<ConstValue>{dt}) {
+    if (!a[3]->val.isConst() || c.kind != ConstValue::DTypeValue || isPointer(c.type.dtype) ||
+        c.type.dtype == DType::I1)
+      l.error(a[3]->span, "dtype must be a number type such as tl.float32 (or a tuple of them), "
+                          "got " + a[3]->val.describe());
+    outs.push_back(c.type.dtype);
+  }
+  if (outs.empty())
+    l.error(a[3]->span, "tl.inline_asm_elementwise() must return at least one tensor");
+  if (!a[4]->val.isConst() || a[4]->val.c.kind != ConstValue::Bool)
+    l.error(a[4]->span, "is_pure must be a constexpr bool, got " + a[4]->val.describe());
+  const ConstValue &pk = a[5]->val.c;
+  if (!a[5]->val.isConst() || pk.kind != ConstValue::Int || pk.i < 1 || pk.i > 16 ||
+      (pk.i & (pk.i - 1)))
+    l.error(a[5]->span, "pack must be a constexpr power of 2 from 1 to 16, got " +
+                            a[5]->val.describe());
+  int pack = (int)pk.i;
+
+  AsmConstraints parsed = parseAsmConstraints(constraints);
+  if (!parsed.error.empty())
+    l.error(a[1]->span, "bad constraints \"" + constraints + "\": " + parsed.error);
+  auto registers = [&](const std::vector<DType> &types) {
+    size_t n = 0;
+    for (DType d : types)
+      n += asmRegisters(d, pack).count;
+    return n;
+  };
+  std::vector<DType> inTypes;
+  for (Value *v : inputs)
+    inTypes.push_back(v->type.dtype);
+  size_t wantOut = registers(outs), wantIn = registers(inTypes);
+  if (parsed.outputs.size() != wantOut || parsed.inputs.size() != wantIn)
+    l.error(a[1]->span,
+            "the constraints name " + std::to_string(parsed.outputs.size()) + " outputs and " +
+                std::to_string(parsed.inputs.size()) + " inputs, but with pack=" +
+                std::to_string(pack) + " the results need " + std::to_string(wantOut) +
+                " output registers and the args " + std::to_string(wantIn) +
+                " input registers (one per element of 32 bits or more; narrower elements "
+                "packed into 32-bit registers, or one 16-bit register)");
+  // Each register as wide as the constraint letter says.
+  size_t index = 0;
+  for (auto [letters, types] : {std::pair{&parsed.outputs, &outs}, std::pair{&parsed.inputs, &inTypes}})
+    for (size_t k = 0, j = 0; k < types->size(); ++k) {
+      AsmRegisters r = asmRegisters((*types)[k], pack);
+      for (int c = 0; c < r.count; ++c, ++j, ++index)
+        if (constraintBits((*letters)[j]) != r.bits)
+          l.error(a[1]->span, "operand $" + std::to_string(index) + " ('" + (*letters)[j] +
+                                  "') is a " + std::to_string(constraintBits((*letters)[j])) +
+                                  "-bit register, but it holds " + std::to_string(r.bits) +
+                                  " bits (" + std::to_string(pack) + " x " +
+                                  dtypeName((*types)[k]) + "); use " +
+                                  (r.bits == 16 ? "'h'" : r.bits == 32 ? "'r' or 'f'" : "'l' or 'd'"));
+    }
+  int largest = largestAsmOperand(text);
+  if (largest >= (int)(wantOut + wantIn))
+    l.error(a[0]->span, "the asm names $" + std::to_string(largest) + ", but there are only " +
+                            std::to_string(wantOut + wantIn) + " operands");
+  std::vector<Type> types;
+  for (DType d : outs)
+    types.push_back(Type::scalar(d).withShape(shape));
+  Op *op = l.b_.create(OpKind::InlineAsm, inputs, types);
+  op->setAttr("asm", text);
+  op->setAttr("constraints", constraints);
+  op->setAttr("pack", (int64_t)pack);
+  op->setAttr("pure", (int64_t)a[4]->val.c.truthy());
+  if (!many)
+    return SVal::tensor(op->result());
+  std::vector<SVal> results;
+  for (size_t k = 0; k < outs.size(); ++k)
+    results.push_back(SVal::tensor(op->result((int)k)));
+  return SVal::tuple(results);
 }
 
 SVal makeBlockPtr(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
@@ -1458,6 +1570,8 @@ std::map<std::string, BuiltinDef> makeTable() {
       return l.binary(kind, asBool(*a[0]), asBool(*a[1]), c.span);
     });
   add("atomic_load", {"pointer", "mask=", "sem=", "scope="}, atomicLoad);
+  add("inline_asm_elementwise", {"asm", "constraints", "args", "dtype", "is_pure", "pack"},
+      inlineAsmFn);
   add("atomic_store", {"pointer", "val", "mask=", "sem=", "scope="}, atomicStore);
   add("atomic_poll", {"pointer", "expected_value", "sem=", "scope=", "timeout_ns="}, atomicPoll);
   // A constexpr as a runtime scalar of its default type (int32 or int64, fp32, int1).
