@@ -3314,3 +3314,83 @@ def test_host_tensor_descriptors_as_kernel_arguments(rng):
         TensorDescriptor(c, c.shape, c.stride(), [BM, BN]), K, BM=BM, BN=BN, BK=BK)
     np.testing.assert_allclose(c.numpy(), (a.double() @ b.double()).numpy(), rtol=1e-5,
                                atol=1e-4)
+
+
+@tilec.jit
+def bitonic_merge_kernel(x_ptr, out_ptr, DESC: tl.constexpr, DIM: tl.constexpr,
+                         R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.bitonic_merge(x, dim=DIM, descending=DESC))
+
+
+@pytest.mark.parametrize("desc", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_bitonic_merge_sorts_a_bitonic_sequence(rng, desc, dim):
+    r, c = 8, 16
+    n = r if dim == 0 else c
+    # rising then falling along `dim`, each line with its own peak
+    lines = []
+    for _ in range(c if dim == 0 else r):
+        v = rng.standard_normal(n).astype(np.float32)
+        peak = int(rng.integers(0, n))
+        lines.append(np.concatenate([np.sort(v[:peak]), np.sort(v[peak:])[::-1]]))
+    x = np.stack(lines, axis=1 if dim == 0 else 0).astype(np.float32)
+    out = np.zeros_like(x)
+    bitonic_merge_kernel[(1,)](x, out, DESC=desc, DIM=dim, R=r, C=c)
+    ref = np.sort(x, axis=dim)
+    np.testing.assert_array_equal(out, np.flip(ref, axis=dim) if desc else ref)
+
+
+@tilec.jit
+def const_and_tuple_kernel(x_ptr: tl.const, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    pair = tl.tuple([x, x * 2])
+    a, b = tuple(pair)
+    tl.store(out_ptr + offs, a + b)
+
+
+def test_const_annotation_and_tl_tuple(rng):
+    x = nonzero(rng, 32).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    const_and_tuple_kernel[(1,)](x, out, BLOCK=32)
+    np.testing.assert_array_equal(out, x + x * 2)
+
+
+@tilec.jit
+def unsupported_names_kernel(x_ptr, DT: tl.constexpr, CASE: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    if CASE == 0:
+        x = x.to(tl.float8e4b8).to(tl.float32)
+    elif CASE == 1:
+        x = x.to(DT).to(tl.float32)
+    else:
+        if tl.target_info.is_cuda():
+            x = x + 1
+    tl.store(x_ptr + tl.arange(0, 16), x)
+
+
+@pytest.mark.parametrize("case,message", [
+    (0, "tl.float8e4b8 is an AMD fp8 format"),
+    (1, "tl.float8e4b15 is not supported by tilec"),
+    (2, "tl.target_info answers on the host only"),
+])
+def test_names_tilec_does_not_compile_say_why(case, message):
+    with pytest.raises((tilec.CompilationError, ValueError), match=re.escape(message)):
+        unsupported_names_kernel[(1,)](np.zeros(16, np.float32),
+                                       DT=tl.float8e4b15 if case == 1 else tl.float32, CASE=case)
+
+
+def test_type_objects_of_the_language():
+    bt = tl.block_type(tl.float16, [16, 32])
+    assert bt.element_ty == tl.float16 and bt.shape == (16, 32) and bt.numel == 512
+    assert bt.scalar == tl.float16 and bt == tl.block_type(tl.float16, (16, 32))
+    assert tl.pi32_t.is_ptr() and tl.pi32_t.element_ty == tl.int32
+    assert repr(tl.void) == "triton.language.void"
+    assert tl.constexpr_type(3) == tl.constexpr_type(3)
+    assert tl.tuple_type([tl.int32, tl.float32]).types == [tl.int32, tl.float32]
+    s = tl.slice(1, 8, 2)
+    assert (s.start, s.stop, s.step) == (1, 8, 2)
+    assert tl.target_info.is_hip() is False
+    assert tl.target_info.is_cuda() == (tl.target_info.current_target() is not None)

@@ -49,6 +49,8 @@ ConstValue toConst(nb::handle obj) {
     std::string name = nb::cast<std::string>(obj.attr("_tilec_dtype"));
     bool isPtr = name.rfind("ptr:", 0) == 0;
     auto d = dtypeFromName(isPtr ? name.substr(4) : name);
+    if (name.rfind("unsupported:", 0) == 0)
+      throw std::invalid_argument(unsupportedDTypeReason(name.substr(12)));
     if (!d)
       throw std::invalid_argument("unknown dtype " + name);
     return ConstValue::dtype(isPtr ? Type::pointer(*d) : Type::scalar(*d));

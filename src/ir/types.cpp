@@ -38,6 +38,16 @@ DKind dtypeKind(DType d) {
   return DKind::Int;
 }
 
+std::string unsupportedDTypeReason(const std::string &tritonName) {
+  if (tritonName == "float8e4b15")
+    return "tl.float8e4b15 is not supported by tilec (a format of GPUs before Hopper, which "
+           "Triton deprecates for Hopper's dots); use tl.float8e4nv or tl.float8e5";
+  if (tritonName == "float8e4b8" || tritonName == "float8e5b16")
+    return "tl." + tritonName + " is an AMD fp8 format, which neither NVIDIA GPUs nor tilec's CPU "
+           "backend have; use tl.float8e4nv or tl.float8e5";
+  return "";
+}
+
 std::optional<DType> dtypeFromName(const std::string &name) {
 #define X(n, text, bits, kind)                                                                     \
   if (name == text)                                                                                \

@@ -42,6 +42,9 @@ const char *dtypeName(DType d);
 int dtypeBits(DType d);
 DKind dtypeKind(DType d);
 std::optional<DType> dtypeFromName(const std::string &name);
+// Why a Triton dtype tilec does not compile (float8e4b15, float8e4b8,
+// float8e5b16) cannot be used; empty for every other name.
+std::string unsupportedDTypeReason(const std::string &tritonName);
 inline bool isFloat(DType d) { return dtypeKind(d) == DKind::Float; }
 inline bool isInteger(DType d) { return dtypeKind(d) == DKind::Int || dtypeKind(d) == DKind::UInt; }
 inline bool isUnsigned(DType d) { return dtypeKind(d) == DKind::UInt; }

@@ -987,7 +987,7 @@ SVal cumprodFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 // compare-and-swap step exposes the bit it pairs on as a dim of 2 (reshape and
 // permute), splits the pairs, orders them with min and max (ascending where the
 // stage's block of the index says so), and joins them back.
-Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span) {
+Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span, bool mergeOnly) {
   std::vector<int64_t> shape = x->type.shape;
   int rank = (int)shape.size();
   int64_t n = shape.back();
@@ -995,7 +995,8 @@ Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span) {
   while ((int64_t{1} << bits) < n)
     ++bits;
   std::vector<int64_t> outer(shape.begin(), shape.end() - 1);
-  for (int stage = 1; stage <= bits; ++stage)
+  // tl.bitonic_merge is the last stage alone: it sorts a bitonic sequence.
+  for (int stage = mergeOnly ? bits : 1; stage <= bits; ++stage)
     for (int j = stage - 1; j >= 0; --j) {
       int64_t inner = int64_t{1} << j, blocks = n / (2 * inner);
       std::vector<int64_t> cut = outer; // (..., blocks, 2, inner)
@@ -1047,7 +1048,7 @@ Value *firstOfLastDim(Lowerer &l, Value *x, int64_t k, const Span &span) {
 }
 
 SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool descending,
-                int64_t k, const Span &span, const char *fnName) {
+                int64_t k, const Span &span, const char *fnName, bool mergeOnly = false) {
   int rank = x->type.rank();
   if (rank == 0)
     return SVal::tensor(x);
@@ -1055,7 +1056,10 @@ SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool des
                 ? normalizeAxis(l, constArg(l, *dimArg, fnName).asInt(), rank, dimArg->span)
                 : rank - 1;
   std::vector<int64_t> toLast = axisLast(rank, dim), back = inverseOrder(toLast);
-  Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, span);
+  if ((x->type.shape[dim] & (x->type.shape[dim] - 1)) != 0)
+    l.error(span, std::string(fnName) + "(): the dim's size must be a power of 2, got " +
+                      std::to_string(x->type.shape[dim]));
+  Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, span, mergeOnly);
   if (k > 0) {
     if (k > y->type.shape.back() || (k & (k - 1)))
       l.error(span, std::string(fnName) + "(): k must be a power of 2 no larger than the dim, got " +
@@ -1090,6 +1094,14 @@ SVal mapElementwiseFn(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &c
 SVal sortFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   bool descending = given(a[2]) && a[2]->val.c.truthy();
   return sortOrTopk(l, l.tensorArg(*a[0], "x"), a[1], descending, 0, call.span, "tl.sort");
+}
+
+// tl.bitonic_merge(x, dim=None, descending=0): sorts x along dim when it is a
+// bitonic sequence there (rising then falling, or the reverse).
+SVal bitonicMergeFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  bool descending = given(a[2]) && a[2]->val.c.truthy();
+  return sortOrTopk(l, l.tensorArg(*a[0], "x"), a[1], descending, 0, call.span,
+                    "tl.bitonic_merge", true);
 }
 
 SVal topkFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
@@ -1589,6 +1601,7 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("associative_scan", {"input", "axis", "combine_fn", "reverse="}, associativeScanFn);
   add("cumprod", {"input", "axis=", "reverse=", "dtype="}, cumprodFn);
   add("sort", {"x", "dim=", "descending="}, sortFn);
+  add("bitonic_merge", {"x", "dim=", "descending="}, bitonicMergeFn);
   add("map_elementwise", {"scalar_fn", "*args", "pack="}, mapElementwiseFn);
   add("topk", {"x", "k", "dim=", "descending="}, topkFn);
   add("histogram", {"input", "num_bins", "mask="}, histogramFn);
@@ -1787,6 +1800,16 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("py.max", {"*args"}, [](Lowerer &l, Args &, R &r, const Expr &c) {
     return pyMinMax(l, r, c, true);
   });
+  // tuple(values) and tl.tuple(values): a tuple (or list) of values as a tuple.
+  for (const char *name : {"tuple", "py.tuple"})
+    add(name, {"values="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+      if (!given(a[0]))
+        return SVal::constant(ConstValue::tuple({}));
+      const SVal &v = a[0]->val;
+      if (v.kind == SVal::Tuple || (v.isConst() && v.c.kind == ConstValue::Tuple))
+        return v;
+      l.error(a[0]->span, "tuple() takes a tuple or a list, got " + v.describe());
+    });
   add("py.len", {"obj"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     const SVal &v = a[0]->val;
     if (v.kind == SVal::Tuple)

@@ -59,7 +59,7 @@ SVal Lowerer::eval(const Expr &e) {
 }
 
 static const char *const kPythonBuiltins[] = {"range", "min", "max", "len", "int", "float",
-                                               "bool", "print", "abs", "isinstance"};
+                                               "bool", "print", "abs", "isinstance", "tuple"};
 
 SVal Lowerer::evalName(const Expr &e) {
   Frame &f = frame();
@@ -127,6 +127,12 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
     auto d = dtypeNames().find(attr);
     if (d != dtypeNames().end())
       return SVal::constant(ConstValue::dtype(Type::scalar(d->second)));
+    if (std::string why = unsupportedDTypeReason(attr); !why.empty())
+      error(span, why);
+    if (attr == "target_info")
+      error(span, "tl.target_info answers on the host only: tilec compiles one kernel for the CPU "
+                  "and the GPU, so its code cannot depend on the target; pass the choice as a "
+                  "tl.constexpr argument");
     if (attr == "math" || attr == "extra")
       return SVal::module("triton.language." + attr);
     if (attr == "core" || attr == "standard")

@@ -5,10 +5,12 @@ kernel's source and gives each call its meaning. Calling one from plain Python
 raises an error that says so.
 """
 
+import builtins
 import sys
 
 from . import math  # noqa: F401
 from . import extra  # noqa: F401
+from . import target_info  # noqa: F401
 
 
 class dtype:
@@ -73,6 +75,87 @@ float16 = dtype("float16", "f16", 16, "float")
 bfloat16 = dtype("bfloat16", "bf16", 16, "float")
 float32 = dtype("float32", "f32", 32, "float")
 float64 = dtype("float64", "f64", 64, "float")
+# fp8 formats tilec does not compile: fp8e4b15 (pre-Hopper NVIDIA, deprecated by
+# Triton on Hopper) and AMD's fp8e4b8 / fp8e5b16. Kernels using them get a
+# compilation error that says so.
+float8e4b15 = dtype("float8e4b15", "unsupported:float8e4b15", 8, "float")
+float8e4b8 = dtype("float8e4b8", "unsupported:float8e4b8", 8, "float")
+float8e5b16 = dtype("float8e5b16", "unsupported:float8e5b16", 8, "float")
+void = dtype("void", "void", 0, "void")
+pi32_t = pointer_type(int32)
+
+
+class block_type(dtype):
+    """The type of a tensor: an element type and a shape (``x.type`` in Triton)."""
+
+    def __init__(self, element_ty, shape):
+        super().__init__(element_ty.name, element_ty._tilec_dtype, element_ty.primitive_bitwidth,
+                         element_ty._kind)
+        self.element_ty = element_ty
+        self.shape = builtins.tuple(int(s) for s in shape)
+        self.numel = 1
+        for s in self.shape:
+            self.numel *= s
+
+    @property
+    def scalar(self):
+        return self.element_ty
+
+    def is_block(self):
+        return True
+
+    def __eq__(self, other):
+        return (isinstance(other, block_type) and other.element_ty == self.element_ty
+                and other.shape == self.shape)
+
+    def __hash__(self):
+        return hash((self.element_ty, self.shape))
+
+    def __repr__(self):
+        return f"<{list(self.shape)}, {self.element_ty!r}>"
+
+    __str__ = __repr__
+
+
+class tuple_type:
+    """The type of a tuple of values."""
+
+    def __init__(self, types, fields=None):
+        self.types = list(types)
+        self.fields = list(fields) if fields else [""] * len(self.types)
+
+    def __eq__(self, other):
+        return isinstance(other, tuple_type) and other.types == self.types
+
+    def __repr__(self):
+        return f"({', '.join(repr(t) for t in self.types)})"
+
+
+class constexpr_type:
+    """The type of a compile-time constant."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and other.value == self.value
+
+    def __hash__(self):
+        return hash(("constexpr", repr(self.value)))
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value!r}]"
+
+
+class const:
+    """Annotation of a pointer to data the kernel only reads, as in Triton."""
+
+
+class slice:
+    """A slice (``x[a:b:c]``) as Triton's front end represents one."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
 
 
 class constexpr:
@@ -87,6 +170,11 @@ class constexpr:
 
 class tensor:
     """The type of tile values inside a kernel (for annotations)."""
+
+
+class tensor_descriptor:
+    """The type of a tensor descriptor inside a kernel (tl.make_tensor_descriptor),
+    for annotations."""
 
 
 class _KernelOnly:
@@ -113,7 +201,7 @@ static_range range atomic_add atomic_max atomic_min atomic_and atomic_or atomic_
 atomic_xchg atomic_cas to_tensor add sub mul squeeze unsqueeze assume make_tensor_descriptor
 load_tensor_descriptor store_tensor_descriptor join split interleave cat flip reduce xor_sum
 reduce_or gather histogram associative_scan cumprod sort topk map_elementwise condition
-expect_zero
+expect_zero atomic_load atomic_store atomic_poll inline_asm_elementwise bitonic_merge tuple
 """.split()
 
 for _name in _FUNCTIONS:

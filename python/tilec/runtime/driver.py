@@ -1,6 +1,7 @@
 """The CUDA driver as Triton users reach it: ``driver.active.get_current_device()``,
 ``get_current_stream()``, ``utils.get_device_properties(dev)``."""
 
+import collections
 import functools
 
 from .. import _C
@@ -18,6 +19,10 @@ def _torch_cuda():
     except ImportError:
         return None
     return torch if torch.cuda.is_available() else None
+
+
+# What Triton's driver.active.get_current_target() gives (a tuple, too).
+GPUTarget = collections.namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
 
 
 class _Utils:
@@ -54,7 +59,7 @@ class CudaDriver:
 
     def get_current_target(self):
         props = self.utils.get_device_properties(self.get_current_device())
-        return ("cuda", props["major"] * 10 + props["minor"], 32)
+        return GPUTarget("cuda", props["major"] * 10 + props["minor"], 32)
 
     def get_device_interface(self):
         torch = _torch_cuda()

@@ -1,0 +1,39 @@
+"""``tl.target_info``: which GPU the current device is, on the host.
+
+Kernels cannot call these: tilec compiles one Tile IR for the CPU and the GPU,
+so a kernel's code cannot depend on the target (pass the choice in as a
+``tl.constexpr`` argument instead); the compiler says so where one is called.
+"""
+
+__all__ = ["current_target"]
+
+
+def current_target():
+    """The current CUDA device as (backend, arch, warp_size), or None without one."""
+    from ..runtime import driver
+    if not driver.cuda_available():
+        return None
+    return driver.active.get_current_target()
+
+
+def is_cuda():
+    target = current_target()
+    return target is not None and target.backend == "cuda"
+
+
+def cuda_capability_geq(major, minor=0):
+    """Whether the current device's compute capability is at least (major, minor)."""
+    target = current_target()
+    return target is not None and target.backend == "cuda" and target.arch >= major * 10 + minor
+
+
+def is_hip():
+    return False  # tilec has no AMD backend
+
+
+def is_hip_cdna3():
+    return False
+
+
+def is_hip_cdna4():
+    return False
