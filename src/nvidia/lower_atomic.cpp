@@ -159,7 +159,7 @@ void Lowering::lowerAtomic(const Op &op) {
   if (poll && !replicated)
     barrier(); // the block waits for every poll
   if (replicated && (poll || uses().count(op.result()))) {
-    int bytes = dtypeBytes(d);
+    int bytes = storageBytes(d);
     int64_t numel = op.result()->type.isTensor() ? op.result()->type.numel() : 1;
     needShared(numel * bytes);
     auto address = [&](size_t r) {

@@ -22,6 +22,8 @@ int64_t flatOf(const Coords &c, const std::vector<int64_t> &strides) {
   return f;
 }
 
+} // namespace
+
 int storageBytes(DType d) {
   switch (regClassOf(d)) {
   case RegClass::Pred:
@@ -37,8 +39,6 @@ int storageBytes(DType d) {
   }
   return 4;
 }
-
-} // namespace
 
 std::string Lowering::threadCoord(const LinearLayout *l, int dim) {
   auto key = std::make_pair(l, dim);

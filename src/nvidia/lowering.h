@@ -86,6 +86,9 @@ class Lowering;
 // An f32 rounded to tf32 as the CPU backend rounds it: nearest, ties to even.
 std::string roundToTf32(Lowering &L, const std::string &f);
 
+// Bytes an element of `d` takes in shared memory: its register's width
+// (storeShared and loadShared move whole registers; lower_layout.cpp).
+int storageBytes(DType d);
 // The ld/st type suffix for elements of `d` in memory (lower_memory.cpp).
 const char *memType(DType d);
 // Packs elements narrower than 4 bytes into 32-bit words (lower_memory.cpp).
