@@ -3394,3 +3394,99 @@ def test_type_objects_of_the_language():
     assert (s.start, s.stop, s.step) == (1, 8, 2)
     assert tl.target_info.is_hip() is False
     assert tl.target_info.is_cuda() == (tl.target_info.current_target() is not None)
+
+
+# --- tl.dot_scaled (microscaling): numpy decodes the formats for the reference
+
+_E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def _decode(x, fmt, axis):
+    """Values of a dot_scaled operand given as bytes; e2m1 unpacked along `axis`."""
+    if fmt == "e2m1":
+        lo, hi = _E2M1[x & 15], _E2M1[x >> 4]
+        return np.stack([lo, hi], axis=axis + 1).reshape(
+            [s * (2 if d == axis else 1) for d, s in enumerate(x.shape)])
+    import torch
+    dt = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[fmt]
+    return torch.from_numpy(x).view(dt).double().numpy()
+
+
+def _random_bytes(rng, shape, fmt):
+    x = rng.integers(0, 256, shape).astype(np.uint8)
+    if fmt == "e4m3":
+        x[(x & 0x7F) == 0x7F] = 0x3C  # no NaN
+    if fmt == "e5m2":
+        x[(x & 0x7C) == 0x7C] = 0x3C  # no inf or NaN
+    return x
+
+
+@tilec.jit
+def dot_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, A_FMT: tl.constexpr,
+                      B_FMT: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                      KA: tl.constexpr, KB: tl.constexpr, SCALED: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    a = tl.load(a_ptr + rm * KA + tl.arange(0, KA)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, KB)[:, None] * N + rn)
+    if SCALED:
+        sa = tl.load(sa_ptr + rm * (K // 32) + tl.arange(0, K // 32)[None, :])
+        sb = tl.load(sb_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+        c = tl.dot_scaled(a, sa, A_FMT, b, sb, B_FMT)
+    else:
+        c = tl.dot_scaled(a, None, A_FMT, b, None, B_FMT, acc=tl.full((M, N), 1.0, tl.float32))
+    tl.store(out_ptr + rm * N + rn, c)
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt", [("e2m1", "e2m1"), ("e4m3", "e5m2"), ("e5m2", "e2m1"),
+                                         ("e2m1", "e4m3")])
+@pytest.mark.parametrize("scaled", [True, False])
+def test_dot_scaled_formats(rng, a_fmt, b_fmt, scaled):
+    m, n, k = 32, 16, 64
+    ka, kb = (k // 2 if a_fmt == "e2m1" else k), (k // 2 if b_fmt == "e2m1" else k)
+    a = _random_bytes(rng, (m, ka), a_fmt)
+    b = _random_bytes(rng, (kb, n), b_fmt)
+    sa = rng.integers(120, 135, (m, k // 32)).astype(np.uint8)
+    sb = rng.integers(120, 135, (n, k // 32)).astype(np.uint8)
+    out = np.zeros((m, n), np.float32)
+    dot_scaled_kernel[(1,)](a, sa, b, sb, out, A_FMT=a_fmt, B_FMT=b_fmt, M=m, N=n, K=k,
+                            KA=ka, KB=kb, SCALED=scaled)
+    av, bv = _decode(a, a_fmt, 1), _decode(b, b_fmt, 0)
+    if scaled:
+        av = av * np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
+        bv = bv * np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=1)).T
+    ref = av @ bv + (0 if scaled else 1.0)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@tilec.jit
+def dot_scaled_batched_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, B: tl.constexpr,
+                              M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """e2m1 lhs packed along K; e2m1 rhs packed along N (rhs_k_pack=False); a batch dim."""
+    rb = tl.arange(0, B)[:, None, None]
+    a = tl.load(a_ptr + rb * (M * K // 2) + tl.arange(0, M)[None, :, None] * (K // 2)
+                + tl.arange(0, K // 2)[None, None, :])
+    b = tl.load(b_ptr + rb * (K * N // 2) + tl.arange(0, K)[None, :, None] * (N // 2)
+                + tl.arange(0, N // 2)[None, None, :])
+    g = tl.arange(0, K // 32)[None, None, :]
+    sa = tl.load(sa_ptr + rb * (M * K // 32) + tl.arange(0, M)[None, :, None] * (K // 32) + g)
+    sb = tl.load(sb_ptr + rb * (N * K // 32) + tl.arange(0, N)[None, :, None] * (K // 32) + g)
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", rhs_k_pack=False)
+    tl.store(out_ptr + rb * (M * N) + tl.arange(0, M)[None, :, None] * N
+             + tl.arange(0, N)[None, None, :], c)
+
+
+def test_dot_scaled_batched_and_packed_along_n(rng):
+    bt, m, n, k = 2, 16, 32, 64
+    a = _random_bytes(rng, (bt, m, k // 2), "e2m1")
+    b = _random_bytes(rng, (bt, k, n // 2), "e2m1")
+    sa = rng.integers(120, 135, (bt, m, k // 32)).astype(np.uint8)
+    sb = rng.integers(120, 135, (bt, n, k // 32)).astype(np.uint8)
+    sa[0, 0, 0] = 0  # 2**-127
+    out = np.zeros((bt, m, n), np.float32)
+    dot_scaled_batched_kernel[(1,)](a, sa, b, sb, out, B=bt, M=m, N=n, K=k)
+    av = _decode(a, "e2m1", 2) * np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=2))
+    bv = _decode(b, "e2m1", 2) * np.exp2(
+        np.repeat(sb.astype(np.float64) - 127, 32, axis=2)).transpose(0, 2, 1)
+    ref = av @ bv
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

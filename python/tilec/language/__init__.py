@@ -216,7 +216,7 @@ from .random import (  # noqa: E402,F401
 
 # Helpers written in the kernel language (standard.py).
 from . import standard  # noqa: E402
-from .standard import swizzle2d  # noqa: E402,F401
+from .standard import dot_scaled, swizzle2d  # noqa: E402,F401
 
 # The largest number of elements a tensor may have, as in Triton.
 TRITON_MAX_TENSOR_NUMEL = 1048576
