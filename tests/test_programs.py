@@ -3,7 +3,8 @@ backend against torch: fused attention forward (online softmax with exp2, a
 causal mask, a STAGE constexpr, a helper returning a tuple), layer norm forward
 and backward (partial weight gradients under atomic_cas locks), a weighted row
 sum forward and backward through block pointers with boundary_check, and a
-softmax over rows in a persistent loop over tl.num_programs."""
+softmax over rows in a persistent loop over tl.num_programs, and the tutorial matmul with
+grouped ordering under autotune."""
 
 import pytest
 import tilec as triton
@@ -332,3 +333,66 @@ def test_softmax_over_rows_in_a_persistent_loop():
     persistent_softmax[(7,)](out, x, x.stride(0), out.stride(0), n_rows, n_cols, BLOCK=256,
                              STAGES=2)
     torch.testing.assert_close(out, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
+
+
+# Triton's tutorial matmul: grouped ordering of the programs, the K tail masked,
+# autotuned over a few configs keyed on the sizes.
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32,
+                       "GROUP_SIZE_M": 4}, num_warps=4, num_stages=2),
+        triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16,
+                       "GROUP_SIZE_M": 2}, num_warps=4, num_stages=3),
+        triton.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32,
+                       "GROUP_SIZE_M": 8}, num_warps=2, num_stages=2),
+    ],
+    key=["M", "N", "K"],
+)
+@triton.jit
+def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                          stride_bn, stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr,
+                          BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                          GROUP_SIZE_M: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+def test_autotuned_matmul_with_grouped_ordering():
+    g = torch.Generator().manual_seed(3)
+    for m, n, k in [(100, 75, 90), (64, 130, 48)]:  # the second: another key, tuned again
+        a = torch.randn(m, k, generator=g).half()
+        b = torch.randn(k, n, generator=g).half()
+        c = torch.empty(m, n, dtype=torch.float16)
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)
+
+        grouped_matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                                    b.stride(1), c.stride(0), c.stride(1))
+        torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-3, atol=2e-2)
+        assert grouped_matmul_kernel.best_config in grouped_matmul_kernel.configs
+    assert len(grouped_matmul_kernel.cache) == 2

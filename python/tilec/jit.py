@@ -327,6 +327,8 @@ def _language_attribute(name):
                 value._resolve)
     if isinstance(value, (bool, int, float)):
         return ("constexpr", value)
+    if isinstance(value, tl.dtype) and value.is_ptr():  # tl.pi32_t
+        return ("constexpr", value)
     if isinstance(value, type):
         return ("module", name)
     return None
