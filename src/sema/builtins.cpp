@@ -101,6 +101,19 @@ Value *optionalMask(Lowerer &l, const std::optional<Arg> &a) {
   return l.toMask(m);
 }
 
+// The operands of a store or an atomic: pointers, values [, mask], broadcast to
+// one shape, the values of the pointee's type.
+std::vector<Value *> pointerValueMask(Lowerer &l, Value *ptr, const Arg &value,
+                                      const std::optional<Arg> &maskArg, const Span &span) {
+  Value *v = l.materialize(value.val, value.span, ptr->type.pointee);
+  auto [p, bv] = l.broadcastPair(ptr, v, span);
+  Value *mask = optionalMask(l, maskArg);
+  if (!mask)
+    return {p, bv};
+  auto [p2, m] = l.broadcastPair(p, mask, span);
+  return {p2, l.broadcastTo(bv, p2->type.shape, span), m};
+}
+
 Value *pointerArg(Lowerer &l, const Arg &a, const char *fnName) {
   Value *p = l.tensorArg(a, "pointer");
   if (!isPointer(p->type.dtype))
@@ -164,15 +177,7 @@ SVal store(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     op->setAttr("boundary_check", boundaryCheck(l, a[3], ptr->type.blockShape.size()));
     return SVal::constant(ConstValue::none());
   }
-  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
-  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
-  Value *mask = optionalMask(l, a[2]);
-  std::vector<Value *> operands = {p, bv};
-  if (mask) {
-    auto [p2, m] = l.broadcastPair(p, mask, call.span);
-    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
-  }
-  l.b_.create(OpKind::Store, operands, {});
+  l.b_.create(OpKind::Store, pointerValueMask(l, ptr, *a[1], a[2], call.span), {});
   return SVal::constant(ConstValue::none());
 }
 
@@ -234,13 +239,7 @@ void setAtomicOrdering(Lowerer &l, Op *op, const std::optional<Arg> &sem,
 // read-modify-write atomics: the old values, shaped as the pointers.
 SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
   Value *ptr = atomicPointer(l, *a[0], kind, call.span);
-  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
-  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
-  std::vector<Value *> operands = {p, bv};
-  if (Value *mask = optionalMask(l, a[2])) {
-    auto [p2, m] = l.broadcastPair(p, mask, call.span);
-    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
-  }
+  std::vector<Value *> operands = pointerValueMask(l, ptr, *a[1], a[2], call.span);
   Type t = Type::scalar(ptr->type.pointee).withShape(operands[0]->type.shape);
   Op *op = l.b_.create(OpKind::AtomicRMW, operands, {t});
   op->setAttr("kind", kind);
@@ -296,14 +295,8 @@ SVal atomicLoad(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 // written atomically, with release (the default) or relaxed ordering.
 SVal atomicStore(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *ptr = atomicAccessPointer(l, *a[0], "tl.atomic_store");
-  Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
-  auto [p, bv] = l.broadcastPair(ptr, v, call.span);
-  std::vector<Value *> operands = {p, bv};
-  if (Value *mask = optionalMask(l, a[2])) {
-    auto [p2, m] = l.broadcastPair(p, mask, call.span);
-    operands = {p2, l.broadcastTo(bv, p2->type.shape, call.span), m};
-  }
-  Op *op = l.b_.create(OpKind::AtomicStore, operands, {});
+  Op *op =
+      l.b_.create(OpKind::AtomicStore, pointerValueMask(l, ptr, *a[1], a[2], call.span), {});
   op->setAttr("sem", atomicOption(l, a[3], "sem", "release", {"release", "relaxed"}));
   op->setAttr("scope", atomicOption(l, a[4], "scope", "gpu", {"cta", "gpu", "sys"}));
   return SVal::constant(ConstValue::none());

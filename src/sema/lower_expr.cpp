@@ -314,16 +314,6 @@ SVal Lowerer::callValue(const SVal &fn, CallArgs &args, const Expr &call) {
   }
 }
 
-static bool isConstexprAnnotation(const Expr *ann) {
-  if (!ann)
-    return false;
-  if (ann->kind == ExprKind::Name || ann->kind == ExprKind::Attribute)
-    return ann->name == "constexpr";
-  if (ann->kind == ExprKind::Str)
-    return ann->name.size() >= 9 && ann->name.compare(ann->name.size() - 9, 9, "constexpr") == 0;
-  return false;
-}
-
 SVal Lowerer::inlineJit(const JitFunctionRef &ref, CallArgs &args, const Expr &call) {
   if (frames_.size() > 64)
     error(call.span, "too deeply nested @jit calls (is '" + ref.name + "' recursive?)");
