@@ -70,6 +70,8 @@ class GpuShim:
         buffers = {}  # host address of an allocation -> (host bytes, device bytes)
 
         def on_device(value):
+            if isinstance(value, tuple):  # a tuple argument: each element moves
+                return tuple(on_device(v) for v in value)
             if tilec._args.is_descriptor(value):  # its tensor moves; sizes and strides stay
                 import dataclasses
                 return dataclasses.replace(value, base=on_device(value.base))

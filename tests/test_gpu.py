@@ -152,6 +152,29 @@ def test_changed_constexpr_global_recompiles_on_the_fast_path():
         SCALE = 2.0
 
 
+@tilec.jit
+def tuple_add_kernel(pair, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x_ptr, y_ptr = pair
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@needs_gpu
+def test_tuple_arguments_on_the_fast_path_and_in_the_interpreter(monkeypatch):
+    torch = torch_cuda()
+    n = 1000
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.zeros_like(x)
+    k1 = tuple_add_kernel[(4,)]((x, y), out, n, BLOCK=256)
+    k2 = tuple_add_kernel[(4,)]((y, y), out, n, BLOCK=256)  # the C++ fast path
+    assert k1 is k2 and torch.equal(out, y + y)
+    monkeypatch.setenv("TILEC_INTERPRET", "1")
+    out.zero_()
+    k3 = tuple_add_kernel[(4,)]((x, y), out, n, BLOCK=256)
+    assert k3.metadata.backend == "cpu" and torch.equal(out, x + y)
+
+
 @needs_gpu
 def test_launch_on_a_side_stream():
     torch = torch_cuda()

@@ -507,3 +507,30 @@ def test_device_print(capfd):
     expected = {f"pid (0, 0, 0) idx ({k}) x: {v:g}" for k, v in enumerate(x.tolist())}
     assert expected <= lines, lines
     assert any(line.endswith("n: 4") for line in lines), lines
+
+
+@tilec.jit
+def tuple_args_kernel(out_ptr, pair, coeffs, nested, n, BLOCK: tl.constexpr):
+    """Tuples as arguments (Triton 3): tensors, numbers, a tl.constexpr, None and a
+    nested tuple, unpacked, indexed and iterated over in the kernel."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x_ptr, y_ptr = pair
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.static_range(len(coeffs)):
+        acc += coeffs[i] * tl.load(x_ptr + offs, mask=m)
+    (z_ptr, shift), flag, nothing = nested
+    if nothing is None and flag:
+        acc += tl.load(y_ptr + offs, mask=m) * tl.load(z_ptr + offs, mask=m) + shift
+    tl.store(out_ptr + offs, acc, mask=m)
+
+
+def test_tuple_arguments(rng):
+    n = 300
+    x, y, z = (nonzero(rng, n).astype(np.float32) for _ in range(3))
+    out = np.zeros(n, np.float32)
+    for shift in (1, 7):  # 1 is specialized as a constant, as at the top level
+        tuple_args_kernel[(tilec.cdiv(n, 128),)](
+            out, (x, y), (2, 0.5, tl.constexpr(3)), ((z, shift), True, None), n, BLOCK=128)
+        ref = x * 2 + x * np.float32(0.5) + x * 3 + y * z + shift
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)

@@ -132,6 +132,14 @@ def specialize(name, value, constexpr_param, specialize_ints):
         value = value.value
     if constexpr_param:
         return ("constexpr", _hashable(value)), None
+    if isinstance(value, tuple):  # each element specialized in turn; a tl.constexpr stays one
+        specs, runtime = [], []
+        for k, v in enumerate(value):
+            spec, rt = specialize(f"{name}[{k}]", v.value if is_constexpr(v) else v,
+                                  is_constexpr(v), specialize_ints)
+            specs.append(spec)
+            runtime.extend(rt if isinstance(rt, list) else [] if rt is None else [rt])
+        return ("tuple", tuple(specs)), runtime
     if as_dtype(value) is not None:
         return ("constexpr", as_dtype(value)), None
     if value is None or isinstance(value, str):
@@ -159,8 +167,29 @@ def specialize(name, value, constexpr_param, specialize_ints):
         return spec, [ptr, *value.shape, *value.strides]
     raise TypeError(
         f"argument '{name}' has type {type(value).__name__}; a kernel takes tensors, "
-        "ints, floats, bools, None, dtypes and constexprs"
+        "ints, floats, bools, None, dtypes, constexprs and tuples of them"
     )
+
+
+def tensors_in(value):
+    """The tensors an argument passes: itself, a descriptor's base, or those in a tuple."""
+    if isinstance(value, tuple):
+        return [t for v in value for t in tensors_in(v)]
+    if is_descriptor(value):
+        return [value.base]
+    return [value] if is_tensor(value) else []
+
+
+def map_tensors(value, f):
+    """The argument with f applied to each tensor it passes (through tuples and
+    descriptors)."""
+    if isinstance(value, tuple):
+        items = [map_tensors(v, f) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if is_descriptor(value):
+        import dataclasses
+        return dataclasses.replace(value, base=f(value.base))
+    return f(value) if is_tensor(value) else value
 
 
 def _hashable(value):

@@ -228,14 +228,14 @@ class JITFunction:
             if i in self.constexprs and _args.is_tensor(value):
                 raise TypeError(f"argument '{name}' is tl.constexpr but got a tensor")
             specs.append(spec)
-            if isinstance(rt, list):  # a tensor descriptor: several runtime values
+            if isinstance(rt, list):  # a tensor descriptor or a tuple: several values
                 runtime.extend(rt)
             elif rt is not None:
                 runtime.append(rt)
-            if spec[0] in ("ptr", "desc"):
-                tensor = value.base if spec[0] == "desc" else value
-                memory.append(_args.memory_range(tensor))
-                devices.add(_args.device_of(tensor))
+            if spec[0] in ("ptr", "desc", "tuple"):
+                for tensor in _args.tensors_in(value):
+                    memory.append(_args.memory_range(tensor))
+                    devices.add(_args.device_of(tensor))
         return tuple(specs), runtime, memory, devices
 
     def _compile_ir(self, specs):

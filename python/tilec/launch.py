@@ -1,8 +1,6 @@
 """Launching a kernel: where it runs (CPU backend, GPU, or the interpreter for
 GPU tensors), compiling the specialization, and the launch itself."""
 
-import dataclasses
-
 from . import _C, _args
 from .errors import KernelError
 from .jit import _gpu_options, interpreting, normalize_grid
@@ -56,14 +54,17 @@ def _check_resources(kernel, device):
 def _interpret(fn, args, kwargs, grid):
     """Runs a launch with GPU tensors on the CPU backend: copies in, runs, copies back."""
     values, options = fn._bind(args, dict(kwargs))
-    copies = {}
-    for name, value in values.items():
-        tensor = value.base if _args.is_descriptor(value) else value
+    copies = []
+
+    def to_host(tensor):
         device = getattr(tensor, "device", None)
         if device is not None and str(device).startswith("cuda") and hasattr(tensor, "cpu"):
-            copies[name] = (tensor, tensor.detach().cpu())
-            values[name] = (dataclasses.replace(value, base=copies[name][1])
-                            if tensor is not value else copies[name][1])
+            copies.append((tensor, tensor.detach().cpu()))
+            return copies[-1][1]
+        return tensor
+
+    for name, value in values.items():
+        values[name] = _args.map_tensors(value, to_host)
     specs, runtime, memory, _ = fn._specialize(values)
     kernel = fn._compile(specs)
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
@@ -72,7 +73,7 @@ def _interpret(fn, args, kwargs, grid):
     except _C.KernelError as e:
         raise KernelError(str(e)) from None
     finally:
-        for original, copy in copies.values():
+        for original, copy in copies:
             original.copy_(copy)
     return kernel
 
@@ -109,15 +110,20 @@ def launch_compiled(kernel, grid, args, stream):
     from .runtime import driver
     device = driver.active.get_current_device()
     runtime = []
-    for a in args:
-        if _args.is_tensor(a):
+
+    def flatten(a):
+        if isinstance(a, tuple):
+            for v in a:
+                flatten(v)
+        elif _args.is_tensor(a):
             runtime.append(_args.data_pointer(a))
         elif _args.is_descriptor(a):
             runtime.extend([_args.data_pointer(a.base), *a.shape, *a.strides])
-        elif a is None or isinstance(a, str):
-            continue
-        else:
+        elif not (a is None or isinstance(a, str)):
             runtime.append(a)
+
+    for a in args:
+        flatten(a)
     grid = normalize_grid(kernel.name, grid, {})
     if stream is None:
         stream = driver.active.get_current_stream(device)

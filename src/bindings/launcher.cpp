@@ -183,6 +183,14 @@ bool Launcher::keyOf(size_t i, nb::handle v, std::string &key, std::vector<uint6
     key += 'N';
     return true;
   }
+  if (PyTuple_CheckExact(o)) { // each element in turn, as the slow path flattens them
+    key += '(';
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(o); ++k)
+      if (!keyOf(i, nb::handle(PyTuple_GET_ITEM(o, k)), key, runtime, device))
+        return false;
+    key += ')';
+    return true;
+  }
   if (PyBool_Check(o)) {
     key += 'b';
     runtime.push_back(o == Py_True);

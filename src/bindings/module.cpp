@@ -148,6 +148,10 @@ KernelParam toParam(nb::handle spec) {
   } else if (kind == "bool") {
     p.kind = KernelParam::Bool;
     p.dtype = DType::I1;
+  } else if (kind == "tuple") { // ("tuple", (element specs...))
+    p.kind = KernelParam::Tuple;
+    for (nb::handle e : nb::cast<nb::tuple>(t[1]))
+      p.elems.push_back(toParam(e));
   } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape)
     p.kind = KernelParam::Descriptor;
     p.dtype = dtypeAt(1);

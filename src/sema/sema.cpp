@@ -2,6 +2,8 @@
 // body into a fresh Function.
 #include "sema/sema.h"
 
+#include <functional>
+
 #include "sema/lowerer.h"
 
 namespace tilec {
@@ -59,21 +61,29 @@ std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<R
   frame.resolver = std::move(resolver);
   frame.isKernel = true;
   Builder entry(fn->body.get());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const KernelParam &p = params[i];
-    const std::string &name = def->params[i].name;
-    if (p.kind == KernelParam::Constexpr) {
-      frame.vars[name] = SVal::constant(p.value);
-      continue;
+  // What the kernel sees for a parameter; a tuple's elements are arguments
+  // named name.0, name.1, ... in order.
+  std::function<SVal(const std::string &, const KernelParam &)> bind =
+      [&](const std::string &name, const KernelParam &p) -> SVal {
+    switch (p.kind) {
+    case KernelParam::Constexpr:
+      return SVal::constant(p.value);
+    case KernelParam::Descriptor:
+      return SVal::tensor(descriptorParam(*fn, entry, name, p));
+    case KernelParam::Tuple: {
+      std::vector<SVal> elems;
+      for (size_t k = 0; k < p.elems.size(); ++k)
+        elems.push_back(bind(name + "." + std::to_string(k), p.elems[k]));
+      return SVal::tuple(std::move(elems));
     }
-    if (p.kind == KernelParam::Descriptor) {
-      frame.vars[name] = SVal::tensor(descriptorParam(*fn, entry, name, p));
-      continue;
+    default:
+      fn->argNames.push_back(name);
+      fn->argDivisibility.push_back(p.divisibility);
+      return SVal::tensor(fn->body->addArg(paramType(p)));
     }
-    fn->argNames.push_back(name);
-    fn->argDivisibility.push_back(p.divisibility);
-    frame.vars[name] = SVal::tensor(fn->body->addArg(paramType(p)));
-  }
+  };
+  for (size_t i = 0; i < params.size(); ++i)
+    frame.vars[def->params[i].name] = bind(def->params[i].name, params[i]);
   Lowerer lowerer(*fn);
   lowerer.lowerKernelBody(*def, frame);
   return fn;

@@ -15,11 +15,13 @@ namespace tilec {
 struct KernelParam {
   // Descriptor: a host tensor descriptor (TensorDescriptor), passed as its
   // base pointer, then each dim's size and stride (i64).
-  enum Kind { Constexpr, Pointer, Int, Float, Bool, Descriptor } kind = Int;
+  // Tuple: a tuple argument, each element specialized on its own (elems).
+  enum Kind { Constexpr, Pointer, Int, Float, Bool, Descriptor, Tuple } kind = Int;
   ConstValue value;      // Constexpr: the value baked in
   DType dtype = DType::I32; // Pointer, Descriptor: the pointee; Int: i32, i64 or u64; Float: f32 or f64
   int divisibility = 1;  // Pointer: 16 when 16-byte aligned; Int: 16 when a multiple of 16
   std::vector<int64_t> blockShape; // Descriptor: the tile it loads and stores
+  std::vector<KernelParam> elems;  // Tuple
 };
 
 // Lowers the function in `source` (one def). `params` holds one entry per
