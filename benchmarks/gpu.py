@@ -17,13 +17,13 @@ os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-
 os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-cache-"))  # cold compiles
 
 
-def load_kernels(name, alias_tilec):
-    """benchmarks/triton_kernels.py as a module, with Triton or with tilec as `triton`."""
+def load_kernels(name, alias_tilec, filename="triton_kernels.py"):
+    """benchmarks/<filename> as a module, with Triton or with tilec as `triton`."""
     saved = {k: v for k, v in sys.modules.items() if k == "triton" or k.startswith("triton.")}
     if alias_tilec:
         import tilec.compat  # noqa: F401  (points `triton` at tilec)
         tilec.compat.install()
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "triton_kernels.py"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for k in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:

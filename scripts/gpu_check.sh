@@ -4,6 +4,7 @@
 # kernels, the examples and the benchmarks, and leaves the logs in $OUT. Used as
 #   run(command="bash scripts/gpu_check.sh")          # everything
 #   run(command="bash scripts/gpu_check.sh tests")    # build + tests only
+#   run(command="bash scripts/gpu_check.sh language") # build + the wider language's benchmarks
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -46,4 +47,7 @@ fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   $PY examples/run_all.py > "$OUT/examples.log" 2>&1; cat "$OUT/examples.log"
   $PY benchmarks/gpu.py --plot "$OUT" 2>&1 | tee "$OUT/bench.log"
+fi
+if [[ $WHAT == all || $WHAT == bench || $WHAT == language ]]; then
+  $PY benchmarks/language_ops.py 2>&1 | tee "$OUT/language_ops.log"
 fi
