@@ -348,13 +348,19 @@ def test_python_int_out_of_range_for_the_tensor_type(case, message):
 
 
 @tilec.jit
-def big_gather_kernel(x_ptr, N: tl.constexpr):
+def gather_kernel(x_ptr, idx_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     x = tl.load(x_ptr + offs)
-    tl.store(x_ptr + offs, tl.gather(x, offs, 0))
+    tl.store(x_ptr + offs, tl.gather(x, tl.load(idx_ptr + offs), 0))
 
 
-def test_gather_too_large_for_compare_and_select_is_a_clear_error():
-    with pytest.raises(tilec.CompilationError) as info:
-        big_gather_kernel[(1,)](np.zeros(4096, np.float32), N=4096)
-    assert "tl.gather() compares every output with every candidate: 16777216 pairs" in str(info.value)
+def test_gather_index_outside_the_source_is_a_clear_error():
+    idx = np.arange(4096, dtype=np.int32)[::-1].copy()
+    x = np.arange(4096, dtype=np.float32)
+    gather_kernel[(1,)](x, idx, N=4096)  # a large gather: one op, no pairwise compare
+    np.testing.assert_array_equal(x, np.arange(4096)[::-1])
+    idx[7] = 4096
+    with pytest.raises(tilec.KernelError) as info:
+        gather_kernel[(1,)](x, idx, N=4096)
+    assert "tl.gather(): index 4096 is outside the source's 4096 elements along axis 0" in str(
+        info.value) and "test_errors.py" in str(info.value)

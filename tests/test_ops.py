@@ -3149,6 +3149,60 @@ def test_gather_and_histogram(rng):
                                                     minlength=BINS))
 
 
+@tilec.jit
+def gather_rows_hist_kernel(src_ptr, idx_ptr, out_ptr, vals_ptr, hist_ptr, N: tl.constexpr,
+                            BINS: tl.constexpr):
+    row = tl.program_id(0)
+    offs = row * N + tl.arange(0, N)
+    src = tl.load(src_ptr + offs)[None, :]                          # (1, N)
+    idx = tl.load(idx_ptr + offs).to(tl.int64)[None, :]             # (1, N), along axis 1
+    tl.store(out_ptr + offs[None, :], tl.gather(src, idx, 1))
+    h = tl.histogram(tl.load(vals_ptr + offs), BINS)
+    tl.atomic_add(hist_ptr + tl.arange(0, BINS), h)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.float64])
+def test_gather_along_rows_and_histogram_across_programs(rng, dtype):
+    rows, n, bins = 5, 1024, 64
+    src = (rng.standard_normal((rows, n)) * 50).astype(dtype)
+    idx = rng.integers(0, n, size=(rows, n)).astype(np.int32)
+    vals = rng.integers(0, 256, size=(rows, n)).astype(np.uint8)  # many outside the bins
+    out, hist = np.zeros_like(src), np.zeros(bins, np.int32)
+    gather_rows_hist_kernel[(rows,)](src, idx, out, vals, hist, N=n, BINS=bins)
+    np.testing.assert_array_equal(out, np.take_along_axis(src, idx, 1))
+    np.testing.assert_array_equal(hist, np.bincount(vals[vals < bins], minlength=bins))
+
+
+@tilec.jit
+def cumsum_shapes_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, AXIS: tl.constexpr,
+                         REV: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=AXIS, reverse=REV))
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (8, 256), (64, 32), (4, 16)])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("rev", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64, np.int8])
+def test_cumsum_lines_of_every_length(rng, shape, axis, rev, dtype):
+    """Lines shorter and longer than a warp and a block: runs per thread, lanes
+    and warps along the line (the GPU's scan), in both directions."""
+    if np.issubdtype(dtype, np.integer):
+        x = rng.integers(-100, 100, size=shape).astype(dtype)
+    else:
+        x = nonzero(rng, shape).astype(dtype)
+    out = np.zeros_like(x)
+    cumsum_shapes_kernel[(1,)](x, out, R=shape[0], C=shape[1], AXIS=axis, REV=rev)
+    flipped = np.flip(x, axis) if rev else x
+    ref = np.cumsum(flipped.astype(np.float64 if dtype == np.float32 else dtype), axis=axis,
+                    dtype=np.float64 if dtype == np.float32 else dtype)
+    ref = np.flip(ref, axis) if rev else ref
+    if dtype == np.float32:
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(out, ref)
+
+
 # --- associative_scan and cumprod
 
 

@@ -96,6 +96,8 @@ private:
   void execBlockAccess(const Op &op, bool isStore);
   void execReduce(const Op &op);
   void execCumSum(const Op &op);
+  void execGather(const Op &op);
+  void execHistogram(const Op &op);
   void execDot(const Op &op);
   void execBroadcast(const Op &op);
   void execTrans(const Op &op);
@@ -781,6 +783,48 @@ void Program::execReduce(const Op &op) {
   val(op.result()) = std::move(r);
 }
 
+void Program::execGather(const Op &op) {
+  const Type &src = op.operand(0)->type, &out = op.result()->type;
+  const Tile &x = val(op.operand(0)), &index = val(op.operand(1));
+  int axis = (int)op.intAttr("axis"), rank = out.rank();
+  std::vector<int64_t> strides = stridesOf(src.shape), idx(rank, 0);
+  bool fl = holdsFloat(src);
+  Tile r;
+  if (fl)
+    r.f.resize(out.numel());
+  else
+    r.i.resize(out.numel());
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    int64_t at = index.i[k];
+    if (at < 0 || at >= src.shape[axis])
+      fail(op, "tl.gather(): index " + std::to_string(at) + " is outside the source's " +
+                   std::to_string(src.shape[axis]) + " elements along axis " +
+                   std::to_string(axis));
+    int64_t from = 0;
+    for (int d = 0; d < rank; ++d)
+      from += (d == axis ? at : idx[d]) * strides[d];
+    if (fl)
+      r.f[k] = x.f[from];
+    else
+      r.i[k] = x.i[from];
+    for (int d = rank - 1; d >= 0 && ++idx[d] == out.shape[d]; --d)
+      idx[d] = 0;
+  }
+  val(op.result()) = std::move(r);
+}
+
+void Program::execHistogram(const Op &op) {
+  const Tile &x = val(op.operand(0));
+  const Tile *mask = op.operands.size() > 1 ? &val(op.operand(1)) : nullptr;
+  int64_t bins = op.result()->type.shape[0];
+  Tile r;
+  r.i.assign(bins, 0);
+  for (size_t k = 0; k < x.i.size(); ++k)
+    if ((!mask || mask->i[k]) && x.i[k] >= 0 && x.i[k] < bins)
+      ++r.i[x.i[k]];
+  val(op.result()) = std::move(r);
+}
+
 void Program::execCumSum(const Op &op) {
   const Type &t = op.operand(0)->type;
   Tile r = val(op.operand(0));
@@ -1150,6 +1194,12 @@ void Program::exec(const Op &op) {
   case OpKind::ArgMax:
   case OpKind::ArgMin:
     execReduce(op);
+    return;
+  case OpKind::Gather:
+    execGather(op);
+    return;
+  case OpKind::Histogram:
+    execHistogram(op);
     return;
   case OpKind::CumSum:
     execCumSum(op);

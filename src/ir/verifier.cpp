@@ -383,6 +383,29 @@ void checkCumSum(const Op &op) {
   require(op.result()->type == op.operand(0)->type, op, "cumsum keeps the type");
 }
 
+void checkGather(const Op &op) {
+  const Type &src = op.operand(0)->type, &index = op.operand(1)->type;
+  require(src.isTensor() && index.rank() == src.rank() && isInteger(index.dtype), op,
+          "gather's index is an integer tensor of the source's rank");
+  require(axisIn(op, src.rank()), op, "'axis' out of range");
+  int axis = (int)op.intAttr("axis");
+  for (int d = 0; d < src.rank(); ++d)
+    require(d == axis || index.shape[d] == src.shape[d], op,
+            "gather's index and source agree outside the axis");
+  require(op.result()->type == index.withDType(src.dtype), op,
+          "gather gives the source's type in the index's shape");
+}
+
+void checkHistogram(const Op &op) {
+  const Type &x = op.operand(0)->type;
+  require(x.rank() == 1 && isInteger(x.dtype), op, "histogram counts a 1-D integer tensor");
+  require(op.operands.size() == 1 ||
+              (op.operands.size() == 2 && op.operand(1)->type == x.withDType(DType::I1)),
+          op, "histogram's mask is i1 shaped as its values");
+  require(op.result()->type.rank() == 1 && op.result()->type.dtype == DType::I32, op,
+          "histogram gives a 1-D i32 tensor of counts");
+}
+
 void checkDot(const Op &op) {
   const Type &a = op.operand(0)->type, &b = op.operand(1)->type, &acc = op.operand(2)->type;
   int r = a.rank();
@@ -512,6 +535,10 @@ void checkOp(const Op &op) {
     return checkReduce(op);
   case OpKind::CumSum:
     return checkCumSum(op);
+  case OpKind::Gather:
+    return checkGather(op);
+  case OpKind::Histogram:
+    return checkHistogram(op);
   case OpKind::Dot:
     return checkDot(op);
   case OpKind::For:

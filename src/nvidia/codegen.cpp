@@ -250,6 +250,12 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::ArgMin:
     lowerReduce(op);
     return;
+  case OpKind::Gather:
+    lowerGather(op);
+    return;
+  case OpKind::Histogram:
+    lowerHistogram(op);
+    return;
   case OpKind::CumSum:
     lowerCumSum(op);
     return;

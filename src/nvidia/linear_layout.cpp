@@ -136,16 +136,20 @@ LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWa
   return l;
 }
 
-LinearLayout lineInThreadLayout(const std::vector<int64_t> &shape, int axis, int numWarps) {
+LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps) {
   LinearLayout l;
   l.shape = shape;
   int rank = (int)shape.size();
   std::vector<int64_t> covered(rank, 1);
-  while (covered[axis] < shape[axis]) {
+  int64_t threads = 32 * (int64_t)numWarps;
+  while (covered[axis] * threads < shape[axis]) { // each thread a contiguous run of the line
     l.regs.push_back(unit(rank, axis, covered[axis]));
     covered[axis] *= 2;
   }
-  std::vector<int> dims = fastestFirst(rank);
+  std::vector<int> dims = {axis};
+  for (int d : fastestFirst(rank))
+    if (d != axis)
+      dims.push_back(d);
   distribute(l.lanes, 5, dims, shape, covered);
   distribute(l.warps, log2Exact(numWarps), dims, shape, covered);
   fillRegisters(l, covered);

@@ -41,9 +41,11 @@ struct LinearLayout {
 // into registers. Where the tensor is smaller than the block, threads hold copies.
 LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps);
 
-// A layout that keeps each whole line along `axis` in one thread's registers
-// (scans run there sequentially); threads spread over the other dims.
-LinearLayout lineInThreadLayout(const std::vector<int64_t> &shape, int axis, int numWarps);
+// The layout a scan along `axis` runs in: the line cut into contiguous runs,
+// one per thread (registers: the lowest register bits), the runs spread over
+// the lowest lane bits, then the lowest warp bits; threads left over spread
+// over the other dims, and registers hold the rest of those.
+LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps);
 
 // The layout of a reduction's result along `axis`: registers along the axis
 // are dropped, lanes and warps along it come to hold copies.

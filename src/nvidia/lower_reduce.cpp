@@ -1,7 +1,9 @@
 // Reductions and scans. A reduction combines registers along the axis in
 // each thread, then lanes with butterfly shuffles, then warps through shared
 // memory; its result lives in the slice of the operand's layout. A scan runs
-// each line sequentially in one thread, in the CPU backend's order.
+// in scanLayout: each thread scans its run of the line, lanes scan the runs'
+// totals with shuffles (Hillis-Steele), warps add the totals of the warps
+// before them through shared memory.
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -12,9 +14,13 @@ bool computesInF32(DType d) { return isFloat(d) && d != DType::F32 && d != DType
 
 } // namespace
 
-static std::string shuffleXor(Lowering &L, const std::string &v, DType d, int mask) {
+// `v` from another lane: shfl.sync in `mode` (bfly: lane ^ k; up: lane - k;
+// down: lane + k; a lane past the warp keeps its own value).
+static std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode, int k) {
+  std::string clamp = std::string(mode) == "up" ? "0" : "31";
   auto shfl = [&](const std::string &w) {
-    return L.opReg("shfl.sync.bfly.b32", RegClass::B32, {w, imm(mask), "31", "-1"});
+    return L.opReg(std::string("shfl.sync.") + mode + ".b32", RegClass::B32,
+                   {w, imm(k), clamp, "-1"});
   };
   switch (regClassOf(d)) {
   case RegClass::Pred: {
@@ -38,6 +44,10 @@ static std::string shuffleXor(Lowering &L, const std::string &v, DType d, int ma
   }
   }
   return v;
+}
+
+static std::string shuffleXor(Lowering &L, const std::string &v, DType d, int mask) {
+  return shuffle(L, v, d, "bfly", mask);
 }
 
 namespace {
@@ -156,20 +166,115 @@ void Lowering::lowerReduce(const Op &op) {
 
 void Lowering::lowerCumSum(const Op &op) {
   const Type &t = op.operand(0)->type;
-  DType d = t.dtype;
+  DType d = t.dtype, acc = computesInF32(d) ? DType::F32 : d;
   int axis = (int)op.intAttr("axis");
   bool reverse = op.intAttr("reverse") != 0;
-  const LinearLayout *l = intern(lineInThreadLayout(t.shape, axis, opts.numWarps));
+  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
   TVal x = convert(val(op.operand(0)), d, l);
-  int64_t n = t.shape[axis];
-  TVal out{l, std::vector<std::string>(l->numRegs())};
-  for (int64_t line = 0; line < l->numRegs() / n; ++line) {
-    std::string sum;
-    for (int64_t s = 0; s < n; ++s) {
-      int64_t r = line * n + (reverse ? n - 1 - s : s);
-      sum = s ? binary(op, OpKind::Add, d, sum, x.regs[r]) : x.regs[r];
-      out.regs[r] = sum;
+  auto bitsAlong = [&](const std::vector<Coords> &bases) {
+    int n = 0;
+    while (n < (int)bases.size() && bases[n][axis] != 0)
+      ++n;
+    return n;
+  };
+  int run = 1 << bitsAlong(l->regs), laneBits = bitsAlong(l->lanes),
+      warpBits = bitsAlong(l->warps);
+  int groups = l->numRegs() / run;
+  auto add = [&](const std::string &a, const std::string &c) {
+    return binary(op, OpKind::Add, acc, a, c);
+  };
+  std::vector<std::string> v;
+  for (const std::string &r : x.regs)
+    v.push_back(acc == d ? r : toF32(r, d));
+
+  // 1. each thread's run, in order (from its end when reversed)
+  for (int g = 0; g < groups; ++g)
+    for (int s = 1; s < run; ++s) {
+      int r = g * run + (reverse ? run - 1 - s : s), prev = reverse ? r + 1 : r - 1;
+      v[r] = add(v[prev], v[r]);
     }
+  std::vector<std::string> prefix(groups); // what the runs before this one add up to
+  std::string hasPrefix;                    // whether there are any
+  // 2. lanes along the line: inclusive scan of the runs' totals, then the one before
+  if (laneBits > 0) {
+    int lanesAlong = 1 << laneBits;
+    std::string laneAt = opReg("and.b32", RegClass::B32, {lane, imm(lanesAlong - 1)});
+    const char *mode = reverse ? "down" : "up";
+    std::vector<std::string> incl(groups);
+    for (int g = 0; g < groups; ++g)
+      incl[g] = v[g * run + (reverse ? 0 : run - 1)];
+    for (int k = 1; k < lanesAlong; k *= 2) {
+      std::string ok = reverse ? opReg("setp.lt.u32", RegClass::Pred, {laneAt, imm(lanesAlong - k)})
+                               : opReg("setp.ge.u32", RegClass::Pred, {laneAt, imm(k)});
+      for (int g = 0; g < groups; ++g)
+        incl[g] = select(acc, ok, add(shuffle(*this, incl[g], acc, mode, k), incl[g]), incl[g]);
+    }
+    hasPrefix = reverse ? opReg("setp.lt.u32", RegClass::Pred, {laneAt, imm(lanesAlong - 1)})
+                        : opReg("setp.ge.u32", RegClass::Pred, {laneAt, "1"});
+    for (int g = 0; g < groups; ++g)
+      prefix[g] = shuffle(*this, incl[g], acc, mode, 1);
+
+    // 3. warps along the line: each warp's total (its last lane's) through shared memory
+    if (warpBits > 0) {
+      int slots = 1 << warpBits, bytes = storageBytes(acc);
+      int64_t lines = 1;
+      for (int dim = 0; dim < t.rank(); ++dim)
+        if (dim != axis)
+          lines *= t.shape[dim];
+      needShared(lines * slots * bytes);
+      std::string warpAt = opReg("and.b32", RegClass::B32, {warp, imm(slots - 1)});
+      std::string last = opReg("setp.eq.u32", RegClass::Pred,
+                               {laneAt, imm(reverse ? 0 : lanesAlong - 1)});
+      std::vector<std::string> lineAddr(groups);
+      for (int g = 0; g < groups; ++g) {
+        std::string line = constantReg(DType::I32, 0, 0);
+        for (int dim = 0; dim < t.rank(); ++dim)
+          if (dim != axis && t.shape[dim] > 1)
+            line = opReg("mad.lo.u32", RegClass::B32,
+                         {line, imm(t.shape[dim]), elementCoord(l, dim, g * run)});
+        lineAddr[g] = opReg("mad.lo.u32", RegClass::B32,
+                            {line, imm((int64_t)slots * bytes), sharedBase()});
+      }
+      b.comment("scan: the warps' totals");
+      barrier();
+      std::string skip = b.newLabel("scan_totals");
+      b.emit("@!" + last + " bra " + skip);
+      for (int g = 0; g < groups; ++g)
+        storeShared(SharedAddr{opReg("mad.lo.u32", RegClass::B32, {warpAt, imm(bytes), lineAddr[g]}),
+                               0},
+                    acc, incl[g]);
+      b.label(skip);
+      barrier();
+      std::string before = b.reg(RegClass::Pred); // any warp before this one
+      b.emit("setp.ne.u32 " + before + ", 0, 0");
+      std::vector<std::string> warpSum(groups);
+      for (int i = 0; i < slots; ++i) { // in the line's order
+        int s = reverse ? slots - 1 - i : i;
+        // slot s comes before this warp: s < warpAt (from the end: s > warpAt)
+        std::string take = reverse ? opReg("setp.lt.u32", RegClass::Pred, {warpAt, imm(s)})
+                                   : opReg("setp.gt.u32", RegClass::Pred, {warpAt, imm(s)});
+        for (int g = 0; g < groups; ++g) {
+          std::string total = loadShared(SharedAddr{lineAddr[g], (int64_t)s * bytes}, acc);
+          std::string sum = warpSum[g].empty() ? total
+                                               : select(acc, before, add(warpSum[g], total), total);
+          warpSum[g] = warpSum[g].empty() ? select(acc, take, total, total)
+                                          : select(acc, take, sum, warpSum[g]);
+        }
+        before = opReg("or.pred", RegClass::Pred, {before, take});
+      }
+      for (int g = 0; g < groups; ++g)
+        prefix[g] = select(acc, hasPrefix,
+                           select(acc, before, add(warpSum[g], prefix[g]), prefix[g]), warpSum[g]);
+      hasPrefix = opReg("or.pred", RegClass::Pred, {hasPrefix, before});
+    }
+  }
+  // 4. each element: the runs before its own, then its own run up to it
+  TVal out{l, std::vector<std::string>(l->numRegs())};
+  for (int r = 0; r < l->numRegs(); ++r) {
+    std::string s = v[r];
+    if (!hasPrefix.empty())
+      s = select(acc, hasPrefix, add(prefix[r / run], s), s);
+    out.regs[r] = acc == d ? normalize(s, d) : fromF32(s, d);
   }
   bind(op.result(), out);
 }

@@ -216,6 +216,8 @@ public:
   void lowerStore(const Op &op);
   void lowerAtomic(const Op &op);
   void lowerInlineAsm(const Op &op);
+  void lowerGather(const Op &op);
+  void lowerHistogram(const Op &op);
   std::vector<std::string> asmInputRegisters(const std::vector<std::string> &elems, DType d,
                                              const char *letters);
   std::vector<std::string> asmOutputElements(const std::vector<std::string> &regs, DType d,

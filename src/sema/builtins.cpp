@@ -801,19 +801,6 @@ SVal bitwiseReduce(Lowerer &l, Args &a, const Expr &call, OpKind op, const char 
   return SVal::tensor(treeReduce(l, xs, axis, keep, combine, call.span)[0]);
 }
 
-// Compare-and-select builds a tensor of every output against every candidate:
-// refused, with the reason, past the tensor size limit.
-void checkPairwiseSize(Lowerer &l, const std::vector<int64_t> &shape, const char *fnName,
-                       const Span &span) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  if (n > (1 << 20))
-    l.error(span, std::string(fnName) + "() compares every output with every candidate: " +
-                      std::to_string(n) + " pairs here, over tilec's limit of 1048576 elements; "
-                                          "use smaller blocks");
-}
-
 // A range 0..n-1 of type `d` laid along dim `dim` of `shape` (of size n), broadcast.
 Value *rangeAlong(Lowerer &l, const std::vector<int64_t> &shape, int dim, DType d,
                   const Span &span) {
@@ -841,14 +828,9 @@ SVal gatherFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     if (d != axis && index->type.shape[d] != src->type.shape[d])
       l.error(call.span, "tl.gather(): index " + index->type.str() + " and source " +
                              src->type.str() + " differ outside the gathered axis");
-  std::vector<int64_t> shape = index->type.shape;
-  shape.insert(shape.begin() + axis + 1, src->type.shape[axis]);
-  checkPairwiseSize(l, shape, "tl.gather", call.span);
-  Value *wanted = l.broadcastTo(l.expandDims(index, axis + 1), shape, call.span);
-  Value *at = rangeAlong(l, shape, axis + 1, index->type.dtype, call.span);
-  Value *match = l.elementwise(OpKind::CmpEq, {wanted, at}, call.span);
-  Value *values = l.broadcastTo(l.expandDims(src, axis), shape, call.span);
-  return SVal::tensor(selectAlong(l, match, values, axis + 1, call.span));
+  Op *op = l.b_.create(OpKind::Gather, {src, index}, {index->type.withDType(src->type.dtype)});
+  op->setAttr("axis", (int64_t)axis);
+  return SVal::tensor(op->result());
 }
 
 // tl.histogram(input, num_bins, mask=None): how many inputs equal each bin
@@ -859,18 +841,11 @@ SVal histogramFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     l.error(a[0]->span, "tl.histogram() needs a 1-D integer tensor, got " + x->type.str());
   int64_t bins = constArg(l, *a[1], "tl.histogram").asInt();
   l.checkBlockShape({bins}, a[1]->span);
-  std::vector<int64_t> shape = {x->type.shape[0], bins};
-  checkPairwiseSize(l, shape, "tl.histogram", call.span);
-  Value *value = l.broadcastTo(l.expandDims(x, 1), shape, call.span);
-  Value *match = l.elementwise(OpKind::CmpEq, {value, rangeAlong(l, shape, 1, x->type.dtype,
-                                                                  call.span)},
-                               call.span);
+  std::vector<Value *> operands = {x};
   if (Value *mask = optionalMask(l, a[2]))
-    match = l.elementwise(OpKind::And, {match, l.broadcastTo(l.expandDims(mask, 1), shape,
-                                                                call.span)},
-                          call.span);
-  return l.reduce(OpKind::ReduceSum, l.castTo(match, DType::I32),
-                  SVal::constant(ConstValue::integer(0)), false, call.span);
+    operands.push_back(l.broadcastTo(mask, x->type.shape, a[2]->span));
+  return SVal::tensor(l.b_.create1(OpKind::Histogram, operands,
+                                   Type::scalar(DType::I32).withShape({bins})));
 }
 
 // --- scans with any combine function (tl.associative_scan, tl.cumprod), on the
