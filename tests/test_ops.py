@@ -3207,6 +3207,57 @@ def test_cumsum_lines_of_every_length(rng, shape, axis, rev, dtype):
 
 
 @tilec.jit
+def _max_and_index(v1, i1, v2, i2):
+    take = (v2 > v1) | ((v2 == v1) & (i2 > i1))  # the larger; on a tie, the later index
+    return tl.where(take, v2, v1), tl.where(take, i2, i1)
+
+
+@tilec.jit
+def running_argmax_kernel(x_ptr, vout_ptr, iout_ptr, red_ptr, R: tl.constexpr, C: tl.constexpr,
+                          AXIS: tl.constexpr, REV: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + offs)
+    if AXIS == 0:
+        idx = tl.broadcast_to(tl.arange(0, R)[:, None], (R, C))
+    else:
+        idx = tl.broadcast_to(tl.arange(0, C)[None, :], (R, C))
+    v, i = tl.associative_scan((x, idx), AXIS, _max_and_index, reverse=REV)
+    tl.store(vout_ptr + offs, v)
+    tl.store(iout_ptr + offs, i)
+    _, best = tl.reduce((x, idx), AXIS, _max_and_index)
+    if AXIS == 0:
+        tl.store(red_ptr + tl.arange(0, C), best)
+    else:
+        tl.store(red_ptr + tl.arange(0, R), best)
+
+
+@pytest.mark.parametrize("shape", [(1, 4096), (8, 256), (64, 32), (256, 4)])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("rev", [False, True])
+def test_scan_and_reduce_with_a_tuple_combine_function(rng, shape, axis, rev):
+    """A running max with its index (ties: the later one) and the argmax, for lines
+    of every length, along both axes and from either end."""
+    x = rng.integers(-20, 20, size=shape).astype(np.float32)  # many ties
+    vout, iout = np.zeros_like(x), np.zeros(shape, np.int32)
+    red = np.zeros(shape[1 - axis], np.int32)
+    running_argmax_kernel[(1,)](x, vout, iout, red, R=shape[0], C=shape[1], AXIS=axis, REV=rev)
+    xs = np.moveaxis(x, axis, -1)
+    n = xs.shape[-1]
+    ref_v, ref_i = np.zeros_like(xs), np.zeros(xs.shape, np.int32)
+    for line in np.ndindex(xs.shape[:-1]):
+        order = range(n - 1, -1, -1) if rev else range(n)
+        best, where = None, None
+        for j in order:
+            if best is None or xs[line + (j,)] > best or (xs[line + (j,)] == best and j > where):
+                best, where = xs[line + (j,)], j
+            ref_v[line + (j,)], ref_i[line + (j,)] = best, where
+    np.testing.assert_array_equal(vout, np.moveaxis(ref_v, -1, axis))
+    np.testing.assert_array_equal(iout, np.moveaxis(ref_i, -1, axis))
+    last_max = n - 1 - np.argmax(xs[..., ::-1], axis=-1)
+    np.testing.assert_array_equal(red, last_max.reshape(-1))
+
+
+@tilec.jit
 def _max_combine(a, b):
     return tl.maximum(a, b)
 

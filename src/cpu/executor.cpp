@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 #include "cpu/numerics.h"
 
@@ -61,6 +62,10 @@ private:
   std::vector<Tile> env_;
   std::array<int64_t, 3> pid_{};
   size_t lastRange_ = 0;
+  // While a combine region runs on whole tiles (runCombine): how many elements
+  // its scalar-typed ops compute; 0 otherwise.
+  size_t regionCount_ = 0;
+  size_t countOf(const Type &t) const { return regionCount_ ? regionCount_ : t.numel(); }
 
   Tile &val(const Value *v) { return env_[v->id]; }
 
@@ -95,6 +100,10 @@ private:
   void execAtomicAccess(const Op &op);
   void execBlockAccess(const Op &op, bool isStore);
   void execReduce(const Op &op);
+  void execReduceWith(const Op &op);
+  void execScanWith(const Op &op);
+  std::vector<Tile> runCombine(const Op &op, std::vector<Tile> lhs, std::vector<Tile> rhs,
+                               size_t count);
   void execCumSum(const Op &op);
   void execGather(const Op &op);
   void execHistogram(const Op &op);
@@ -192,7 +201,7 @@ int64_t mulHi(int64_t a, int64_t b, DType d) {
 void Program::execElementwise(const Op &op) {
   const Type &t = op.operands[0]->type;
   DType d = t.dtype;
-  size_t n = t.numel();
+  size_t n = countOf(t);
   std::vector<Tile *> xs;
   for (auto *v : op.operands)
     xs.push_back(&val(v));
@@ -350,7 +359,7 @@ void Program::execElementwise(const Op &op) {
 void Program::execCast(const Op &op) {
   const Type &from = op.operand(0)->type, &to = op.result()->type;
   const Tile &x = val(op.operand(0));
-  size_t n = from.numel();
+  size_t n = countOf(from);
   Tile r;
   bool rtz = op.strAttr("rounding") == "rtz";
   if (isFloat(to.dtype)) {
@@ -403,7 +412,7 @@ void Program::execCast(const Op &op) {
 void Program::execBitcast(const Op &op) {
   const Type &from = op.operand(0)->type, &to = op.result()->type;
   const Tile &x = val(op.operand(0));
-  size_t n = from.numel();
+  size_t n = countOf(from);
   Tile r;
   for (size_t k = 0; k < n; ++k) {
     uint64_t bits = isFloat(from.dtype) ? floatToBits(x.f[k], from.dtype) : (uint64_t)x.i[k];
@@ -783,6 +792,145 @@ void Program::execReduce(const Op &op) {
   val(op.result()) = std::move(r);
 }
 
+// The combine region of `op` on `count` pairs at once: its scalar-typed ops
+// run on whole tiles. Values it uses from outside the region (scalars) are
+// spread to `count` elements meanwhile.
+std::vector<Tile> Program::runCombine(const Op &op, std::vector<Tile> lhs, std::vector<Tile> rhs,
+                                      size_t count) {
+  const Block &body = *op.regions[0];
+  size_t k = lhs.size();
+  for (size_t i = 0; i < k; ++i) {
+    val(body.args[i].get()) = std::move(lhs[i]);
+    val(body.args[k + i].get()) = std::move(rhs[i]);
+  }
+  std::unordered_set<const Value *> inside;
+  for (const auto &a : body.args)
+    inside.insert(a.get());
+  std::vector<std::pair<const Value *, Tile>> saved;
+  for (const auto &inner : body.ops) {
+    for (const Value *v : inner->operands)
+      if (!inside.count(v) && std::none_of(saved.begin(), saved.end(),
+                                           [&](const auto &s) { return s.first == v; })) {
+        Tile &t = val(v);
+        saved.push_back({v, t});
+        if (!t.f.empty())
+          t.f.assign(count, t.f[0]);
+        if (!t.i.empty())
+          t.i.assign(count, t.i[0]);
+      }
+    for (const auto &r : inner->results)
+      inside.insert(r.get());
+  }
+  regionCount_ = count;
+  const Op *yield = nullptr;
+  try {
+    yield = runBlock(body);
+  } catch (...) {
+    regionCount_ = 0;
+    throw;
+  }
+  regionCount_ = 0;
+  for (auto &[v, t] : saved)
+    val(v) = std::move(t);
+  std::vector<Tile> out;
+  for (const Value *v : yield->operands)
+    out.push_back(val(v));
+  return out;
+}
+
+// tl.reduce with a combine function: pairs along the axis combined as a tree
+// (element 2j with 2j+1, level by level), every line of a level in one run.
+void Program::execReduceWith(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  int axis = (int)op.intAttr("axis");
+  int64_t outer = 1, n = t.shape[axis], inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= t.shape[d];
+  for (int d = axis + 1; d < t.rank(); ++d)
+    inner *= t.shape[d];
+  std::vector<Tile> xs;
+  for (const Value *v : op.operands)
+    xs.push_back(val(v));
+  for (; n > 1; n /= 2) {
+    std::vector<Tile> lo(xs.size()), hi(xs.size());
+    size_t count = (size_t)(outer * (n / 2) * inner);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      bool fl = holdsFloat(op.operand((int)i)->type);
+      auto split = [&](auto &src, auto &a, auto &b) {
+        a.reserve(count);
+        b.reserve(count);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < n / 2; ++j)
+            for (int64_t in = 0; in < inner; ++in) {
+              a.push_back(src[(o * n + 2 * j) * inner + in]);
+              b.push_back(src[(o * n + 2 * j + 1) * inner + in]);
+            }
+      };
+      if (fl)
+        split(xs[i].f, lo[i].f, hi[i].f);
+      else
+        split(xs[i].i, lo[i].i, hi[i].i);
+    }
+    xs = runCombine(op, std::move(lo), std::move(hi), count);
+  }
+  for (size_t i = 0; i < xs.size(); ++i)
+    val(op.result((int)i)) = std::move(xs[i]);
+}
+
+// tl.associative_scan with a combine function: Hillis-Steele steps, each one
+// run of the region over every element that has a partner d before it (after
+// it, from the end when reversed).
+void Program::execScanWith(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  int axis = (int)op.intAttr("axis");
+  bool reverse = op.intAttr("reverse") != 0;
+  int64_t outer = 1, n = t.shape[axis], inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= t.shape[d];
+  for (int d = axis + 1; d < t.rank(); ++d)
+    inner *= t.shape[d];
+  std::vector<Tile> xs;
+  for (const Value *v : op.operands)
+    xs.push_back(val(v));
+  auto at = [&](int64_t o, int64_t j, int64_t in) {
+    return (size_t)((o * n + (reverse ? n - 1 - j : j)) * inner + in);
+  };
+  for (int64_t d = 1; d < n; d *= 2) {
+    size_t count = (size_t)(outer * (n - d) * inner);
+    std::vector<Tile> before(xs.size()), self(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      auto gather = [&](auto &src, auto &a, auto &b) {
+        a.reserve(count);
+        b.reserve(count);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = d; j < n; ++j)
+            for (int64_t in = 0; in < inner; ++in) {
+              a.push_back(src[at(o, j - d, in)]);
+              b.push_back(src[at(o, j, in)]);
+            }
+      };
+      if (holdsFloat(op.operand((int)i)->type))
+        gather(xs[i].f, before[i].f, self[i].f);
+      else
+        gather(xs[i].i, before[i].i, self[i].i);
+    }
+    std::vector<Tile> combined = runCombine(op, std::move(before), std::move(self), count);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      size_t k = 0;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = d; j < n; ++j)
+          for (int64_t in = 0; in < inner; ++in, ++k) {
+            if (holdsFloat(op.operand((int)i)->type))
+              xs[i].f[at(o, j, in)] = combined[i].f[k];
+            else
+              xs[i].i[at(o, j, in)] = combined[i].i[k];
+          }
+    }
+  }
+  for (size_t i = 0; i < xs.size(); ++i)
+    val(op.result((int)i)) = std::move(xs[i]);
+}
+
 void Program::execGather(const Op &op) {
   const Type &src = op.operand(0)->type, &out = op.result()->type;
   const Tile &x = val(op.operand(0)), &index = val(op.operand(1));
@@ -1062,9 +1210,9 @@ void Program::exec(const Op &op) {
     const Type &t = op.result()->type;
     Tile r;
     if (holdsFloat(t))
-      r.f.assign(t.numel(), roundFloat(op.floatAttr("value"), t.dtype));
+      r.f.assign(countOf(t), roundFloat(op.floatAttr("value"), t.dtype));
     else
-      r.i.assign(t.numel(), wrapInt(op.intAttr("value"), t.dtype));
+      r.i.assign(countOf(t), wrapInt(op.intAttr("value"), t.dtype));
     val(op.result()) = std::move(r);
     return;
   }
@@ -1200,6 +1348,12 @@ void Program::exec(const Op &op) {
     return;
   case OpKind::Histogram:
     execHistogram(op);
+    return;
+  case OpKind::ReduceWith:
+    execReduceWith(op);
+    return;
+  case OpKind::ScanWith:
+    execScanWith(op);
     return;
   case OpKind::CumSum:
     execCumSum(op);

@@ -378,6 +378,52 @@ void checkReduce(const Op &op) {
                 : "the result is the operand's type less 'axis'");
 }
 
+// The region of a reduce_with or scan_with: lhs..., rhs... scalars of the
+// inputs' types, elementwise ops, and a yield of one value per input.
+void checkCombineRegion(const Op &op) {
+  size_t k = op.operands.size();
+  const Block &body = *op.regions[0];
+  require(body.args.size() == 2 * k, op, "the combine region takes lhs..., rhs...: one per input");
+  for (size_t i = 0; i < 2 * k; ++i)
+    require(body.args[i]->type == Type::scalar(op.operand((int)(i % k))->type.dtype), op,
+            "the combine region's arguments are scalars of the inputs' types");
+  for (const auto &inner : body.ops)
+    require(inner->has(ELEMENTWISE) || inner->kind == OpKind::Constant ||
+                inner->kind == OpKind::Yield,
+            op, "a combine region holds elementwise ops only");
+  const Op &yield = *body.ops.back();
+  require(yield.operands.size() == k, op, "the combine region yields one value per input");
+  for (size_t i = 0; i < k; ++i)
+    require(yield.operand((int)i)->type == body.args[i]->type, op,
+            "the combine region yields scalars of the inputs' types");
+}
+
+void checkReduceWith(const Op &op) {
+  require(!op.operands.empty() && op.results.size() == op.operands.size(), op,
+          "reduce_with gives one result per input");
+  const Type &in = op.operand(0)->type;
+  require(in.isTensor() && axisIn(op, in.rank()), op, "'axis' out of range");
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    require(op.operand((int)i)->type.shape == in.shape, op, "reduce_with's inputs share a shape");
+    require(op.result((int)i)->type ==
+                op.operand((int)i)->type.withShape(without(in.shape, op.intAttr("axis"))),
+            op, "each result is its input's type less 'axis'");
+  }
+  checkCombineRegion(op);
+}
+
+void checkScanWith(const Op &op) {
+  require(!op.operands.empty() && op.results.size() == op.operands.size(), op,
+          "scan_with gives one result per input");
+  const Type &in = op.operand(0)->type;
+  require(in.isTensor() && axisIn(op, in.rank()), op, "'axis' out of range");
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    require(op.operand((int)i)->type.shape == in.shape &&
+                op.result((int)i)->type == op.operand((int)i)->type,
+            op, "scan_with's inputs share a shape; each result has its input's type");
+  checkCombineRegion(op);
+}
+
 void checkCumSum(const Op &op) {
   require(axisIn(op, op.operand(0)->type.rank()), op, "'axis' out of range");
   require(op.result()->type == op.operand(0)->type, op, "cumsum keeps the type");
@@ -535,6 +581,10 @@ void checkOp(const Op &op) {
     return checkReduce(op);
   case OpKind::CumSum:
     return checkCumSum(op);
+  case OpKind::ReduceWith:
+    return checkReduceWith(op);
+  case OpKind::ScanWith:
+    return checkScanWith(op);
   case OpKind::Gather:
     return checkGather(op);
   case OpKind::Histogram:

@@ -250,6 +250,12 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::ArgMin:
     lowerReduce(op);
     return;
+  case OpKind::ReduceWith:
+    lowerReduceWith(op);
+    return;
+  case OpKind::ScanWith:
+    lowerScanWith(op);
+    return;
   case OpKind::Gather:
     lowerGather(op);
     return;

@@ -50,14 +50,84 @@ static std::string shuffleXor(Lowering &L, const std::string &v, DType d, int ma
   return shuffle(L, v, d, "bfly", mask);
 }
 
-namespace {
-
-// One partial result: a value and, for argmax/argmin, its index.
-struct Partial {
-  std::string v, i;
-};
-
-} // namespace
+// The reduction of k values per element (elems[r]: register r's values in
+// layout `in`, of `types`) along `axis` with `combine`: registers along the
+// axis in each thread, then lanes with butterfly shuffles, then warps through
+// shared memory. Returns the values per register of the slice layout (`out`).
+std::vector<Lowering::Values>
+Lowering::reduceAlong(const LinearLayout *in, int axis, const std::vector<Values> &elems,
+                      const std::vector<DType> &types, const CombineValues &combine,
+                      const LinearLayout *&out) {
+  size_t k = types.size();
+  LinearLayout slice = sliceLayout(*in, axis);
+  std::vector<int> map = sliceRegisterMap(*in, axis);
+  // 1. registers along the axis, in each thread
+  std::vector<Values> parts(slice.numRegs());
+  for (int r = 0; r < in->numRegs(); ++r) {
+    int j = map[r];
+    parts[j] = parts[j].empty() ? elems[r] : combine(parts[j], elems[r]);
+  }
+  // 2. lanes along the axis
+  for (size_t bit = 0; bit < in->lanes.size(); ++bit) {
+    if (in->lanes[bit][axis] == 0)
+      continue;
+    for (Values &p : parts) {
+      Values other;
+      for (size_t i = 0; i < k; ++i)
+        other.push_back(shuffleXor(*this, p[i], types[i], 1 << bit));
+      p = combine(p, other);
+    }
+  }
+  // 3. warps along the axis, through shared memory: slot s holds warp s's partials
+  std::vector<int> warpBits;
+  for (size_t bit = 0; bit < in->warps.size(); ++bit)
+    if (in->warps[bit][axis] != 0)
+      warpBits.push_back((int)bit);
+  out = intern(slice);
+  if (warpBits.empty())
+    return parts;
+  int64_t numel = 1;
+  for (int64_t s : slice.shape)
+    numel *= s;
+  int64_t slots = int64_t{1} << warpBits.size();
+  std::vector<int64_t> start(k + 1, 0); // where each value's slots begin
+  for (size_t i = 0; i < k; ++i)
+    start[i + 1] = start[i] + slots * numel * storageBytes(types[i]);
+  needShared(start[k]);
+  std::string slot = b.reg(RegClass::B32);
+  b.emit("mov.u32 " + slot + ", 0");
+  for (size_t j = 0; j < warpBits.size(); ++j) {
+    std::string bitv = opReg("bfe.u32", RegClass::B32, {warp, imm(warpBits[j]), "1"});
+    bitv = opReg("shl.b32", RegClass::B32, {bitv, imm(j)});
+    slot = opReg("or.b32", RegClass::B32, {slot, bitv});
+  }
+  std::vector<int64_t> strides(slice.rank(), 1);
+  for (int dd = slice.rank() - 2; dd >= 0; --dd)
+    strides[dd] = strides[dd + 1] * slice.shape[dd + 1];
+  barrier();
+  for (int j = 0; j < out->numRegs(); ++j)
+    for (size_t i = 0; i < k; ++i) {
+      int bytes = storageBytes(types[i]);
+      SharedAddr a = sharedAddress(out, j, strides, bytes, start[i]);
+      std::string at = opReg("mad.lo.u32", RegClass::B32, {slot, imm(numel * bytes), a.base});
+      storeShared(SharedAddr{at, a.offset}, types[i], parts[j][i]);
+    }
+  barrier();
+  for (int j = 0; j < out->numRegs(); ++j) {
+    Values total;
+    for (int64_t s = 0; s < slots; ++s) {
+      Values p;
+      for (size_t i = 0; i < k; ++i) {
+        int bytes = storageBytes(types[i]);
+        p.push_back(loadShared(sharedAddress(out, j, strides, bytes, start[i] + s * numel * bytes),
+                               types[i]));
+      }
+      total = s ? combine(total, p) : p;
+    }
+    parts[j] = total;
+  }
+  return parts;
+}
 
 void Lowering::lowerReduce(const Op &op) {
   const TVal &x = val(op.operand(0));
@@ -68,109 +138,95 @@ void Lowering::lowerReduce(const Op &op) {
   bool isArg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
   const LinearLayout *in = x.isTensor() ? x.layout : defaultLayout(t.shape);
   TVal xv = convert(x, d, in);
-  LinearLayout slice = sliceLayout(*in, axis);
-  std::vector<int> map = sliceRegisterMap(*in, axis);
-
-  auto combine = [&](const Partial &a, const Partial &c) -> Partial {
+  // Each element: its value (in f32 for narrower floats) and, for argmax/argmin, its index.
+  std::vector<DType> types = {acc};
+  if (isArg)
+    types.push_back(DType::I32);
+  std::vector<Values> elems;
+  for (int r = 0; r < in->numRegs(); ++r) {
+    elems.push_back({acc == d ? xv.regs[r] : toF32(xv.regs[r], d)});
+    if (isArg)
+      elems.back().push_back(elementCoord(in, axis, r));
+  }
+  auto combine = [&](const Values &a, const Values &c) -> Values {
     if (!isArg) {
       OpKind k = op.kind == OpKind::ReduceSum   ? OpKind::Add
                  : op.kind == OpKind::ReduceMax ? OpKind::Max
                                                 : OpKind::Min;
-      return {binary(op, k, acc, a.v, c.v), ""};
+      return {binary(op, k, acc, a[0], c[0])};
     }
     bool isMax = op.kind == OpKind::ArgMax;
-    std::string better = compare(isMax ? OpKind::CmpGt : OpKind::CmpLt, acc, c.v, a.v);
-    std::string same = compare(OpKind::CmpEq, acc, c.v, a.v);
-    std::string earlier = compare(OpKind::CmpLt, DType::I32, c.i, a.i);
+    std::string better = compare(isMax ? OpKind::CmpGt : OpKind::CmpLt, acc, c[0], a[0]);
+    std::string same = compare(OpKind::CmpEq, acc, c[0], a[0]);
+    std::string earlier = compare(OpKind::CmpLt, DType::I32, c[1], a[1]);
     std::string tie = opReg("and.pred", RegClass::Pred, {same, earlier});
     std::string take = opReg("or.pred", RegClass::Pred, {better, tie});
-    return {select(acc, take, c.v, a.v), select(DType::I32, take, c.i, a.i)};
+    return {select(acc, take, c[0], a[0]), select(DType::I32, take, c[1], a[1])};
   };
-
-  // 1. registers along the axis, in each thread
-  std::vector<Partial> parts(slice.numRegs());
-  std::vector<bool> started(slice.numRegs(), false);
-  for (int r = 0; r < in->numRegs(); ++r) {
-    Partial p{acc == d ? xv.regs[r] : toF32(xv.regs[r], d), ""};
-    if (isArg)
-      p.i = elementCoord(in, axis, r);
-    int j = map[r];
-    parts[j] = started[j] ? combine(parts[j], p) : p;
-    started[j] = true;
-  }
-  // 2. lanes along the axis
-  for (size_t bit = 0; bit < in->lanes.size(); ++bit) {
-    if (in->lanes[bit][axis] == 0)
-      continue;
-    for (Partial &p : parts) {
-      Partial other{shuffleXor(*this, p.v, acc, 1 << bit), ""};
-      if (isArg)
-        other.i = shuffleXor(*this, p.i, DType::I32, 1 << bit);
-      p = combine(p, other);
-    }
-  }
-  // 3. warps along the axis, through shared memory
-  std::vector<int> warpBits;
-  for (size_t bit = 0; bit < in->warps.size(); ++bit)
-    if (in->warps[bit][axis] != 0)
-      warpBits.push_back((int)bit);
-  const LinearLayout *out = intern(slice);
-  if (!warpBits.empty()) {
-    int64_t numel = 1;
-    for (int64_t s : slice.shape)
-      numel *= s;
-    int64_t slots = int64_t{1} << warpBits.size();
-    int vbytes = acc == DType::F64 || regClassOf(acc) == RegClass::B64 ? 8 : 4;
-    int64_t valueBytes = slots * numel * vbytes;
-    needShared(valueBytes + (isArg ? slots * numel * 4 : 0));
-    std::string slot = b.reg(RegClass::B32);
-    b.emit("mov.u32 " + slot + ", 0");
-    for (size_t j = 0; j < warpBits.size(); ++j) {
-      std::string bitv = opReg("bfe.u32", RegClass::B32, {warp, imm(warpBits[j]), "1"});
-      bitv = opReg("shl.b32", RegClass::B32, {bitv, imm(j)});
-      slot = opReg("or.b32", RegClass::B32, {slot, bitv});
-    }
-    std::vector<int64_t> strides(slice.rank(), 1);
-    for (int dd = slice.rank() - 2; dd >= 0; --dd)
-      strides[dd] = strides[dd + 1] * slice.shape[dd + 1];
-    barrier();
-    for (int j = 0; j < out->numRegs(); ++j) {
-      SharedAddr a = sharedAddress(out, j, strides, vbytes, 0);
-      std::string at = opReg("mad.lo.u32", RegClass::B32, {slot, imm(numel * vbytes), a.base});
-      storeShared(SharedAddr{at, a.offset}, acc, parts[j].v);
-      if (isArg) {
-        SharedAddr ai = sharedAddress(out, j, strides, 4, valueBytes);
-        std::string ati = opReg("mad.lo.u32", RegClass::B32, {slot, imm(numel * 4), ai.base});
-        storeShared(SharedAddr{ati, ai.offset}, DType::I32, parts[j].i);
-      }
-    }
-    barrier();
-    for (int j = 0; j < out->numRegs(); ++j) {
-      Partial total;
-      for (int64_t s = 0; s < slots; ++s) {
-        SharedAddr a = sharedAddress(out, j, strides, vbytes, s * numel * vbytes);
-        Partial p{loadShared(a, acc), ""};
-        if (isArg)
-          p.i =
-              loadShared(sharedAddress(out, j, strides, 4, valueBytes + s * numel * 4), DType::I32);
-        total = s ? combine(total, p) : p;
-      }
-      parts[j] = total;
-    }
-  }
-  TVal result{slice.rank() ? out : nullptr, {}};
-  for (Partial &p : parts)
-    result.regs.push_back(isArg ? p.i : (acc == d ? p.v : fromF32(p.v, d)));
+  const LinearLayout *out = nullptr;
+  std::vector<Values> parts = reduceAlong(in, axis, elems, types, combine, out);
+  TVal result{out->rank() ? out : nullptr, {}};
+  for (Values &p : parts)
+    result.regs.push_back(isArg ? p[1] : (acc == d ? p[0] : fromF32(p[0], d)));
   bind(op.result(), result);
 }
 
-void Lowering::lowerCumSum(const Op &op) {
+// The combine region of `op` on registers: its ops lowered on scalars bound to
+// the lhs and rhs values; the yielded registers.
+Lowering::Values Lowering::combineRegion(const Op &op, const Values &lhs, const Values &rhs) {
+  const Block &body = *op.regions[0];
+  size_t k = lhs.size();
+  for (size_t i = 0; i < k; ++i) {
+    bind(body.args[i].get(), TVal{nullptr, {lhs[i]}});
+    bind(body.args[k + i].get(), TVal{nullptr, {rhs[i]}});
+  }
+  for (const auto &inner : body.ops) {
+    if (inner->kind == OpKind::Yield) {
+      Values out;
+      for (const Value *v : inner->operands)
+        out.push_back(val(v).regs[0]);
+      return out;
+    }
+    lowerOp(*inner);
+  }
+  return {};
+}
+
+void Lowering::lowerReduceWith(const Op &op) {
   const Type &t = op.operand(0)->type;
-  DType d = t.dtype, acc = computesInF32(d) ? DType::F32 : d;
   int axis = (int)op.intAttr("axis");
-  bool reverse = op.intAttr("reverse") != 0;
-  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
-  TVal x = convert(val(op.operand(0)), d, l);
+  const TVal &first = val(op.operand(0));
+  const LinearLayout *in =
+      first.isTensor() && !first.uniform ? first.layout : defaultLayout(t.shape);
+  std::vector<DType> types;
+  std::vector<TVal> xs;
+  for (const Value *v : op.operands) {
+    types.push_back(v->type.dtype);
+    xs.push_back(materialize(v, in));
+  }
+  std::vector<Values> elems(in->numRegs());
+  for (int r = 0; r < in->numRegs(); ++r)
+    for (const TVal &x : xs)
+      elems[r].push_back(x.regs[r]);
+  auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };
+  const LinearLayout *out = nullptr;
+  std::vector<Values> parts = reduceAlong(in, axis, elems, types, combine, out);
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    TVal result{out->rank() ? out : nullptr, {}};
+    for (Values &p : parts)
+      result.regs.push_back(p[i]);
+    bind(op.result((int)i), result);
+  }
+}
+
+// An inclusive scan of k values per element (elems[r]: register r's values in
+// scanLayout `l`) along `axis` with `combine` (combine(earlier, later); from
+// the end when reversed). Returns the values per register.
+std::vector<Lowering::Values> Lowering::scanAlong(const LinearLayout *l, int axis, bool reverse,
+                                                  std::vector<Values> v,
+                                                  const std::vector<DType> &types,
+                                                  const CombineValues &combine) {
+  size_t k = types.size();
   auto bitsAlong = [&](const std::vector<Coords> &bases) {
     int n = 0;
     while (n < (int)bases.size() && bases[n][axis] != 0)
@@ -180,103 +236,157 @@ void Lowering::lowerCumSum(const Op &op) {
   int run = 1 << bitsAlong(l->regs), laneBits = bitsAlong(l->lanes),
       warpBits = bitsAlong(l->warps);
   int groups = l->numRegs() / run;
-  auto add = [&](const std::string &a, const std::string &c) {
-    return binary(op, OpKind::Add, acc, a, c);
+  auto choose = [&](const std::string &p, const Values &a, const Values &c) {
+    Values out;
+    for (size_t i = 0; i < k; ++i)
+      out.push_back(select(types[i], p, a[i], c[i]));
+    return out;
   };
-  std::vector<std::string> v;
-  for (const std::string &r : x.regs)
-    v.push_back(acc == d ? r : toF32(r, d));
+  auto shuffled = [&](const Values &a, const char *mode, int delta) {
+    Values out;
+    for (size_t i = 0; i < k; ++i)
+      out.push_back(shuffle(*this, a[i], types[i], mode, delta));
+    return out;
+  };
 
   // 1. each thread's run, in order (from its end when reversed)
   for (int g = 0; g < groups; ++g)
     for (int s = 1; s < run; ++s) {
       int r = g * run + (reverse ? run - 1 - s : s), prev = reverse ? r + 1 : r - 1;
-      v[r] = add(v[prev], v[r]);
+      v[r] = combine(v[prev], v[r]);
     }
-  std::vector<std::string> prefix(groups); // what the runs before this one add up to
-  std::string hasPrefix;                    // whether there are any
+  std::vector<Values> prefix(groups); // what the runs before this one combine to
+  std::string hasPrefix;              // whether there are any
   // 2. lanes along the line: inclusive scan of the runs' totals, then the one before
   if (laneBits > 0) {
     int lanesAlong = 1 << laneBits;
     std::string laneAt = opReg("and.b32", RegClass::B32, {lane, imm(lanesAlong - 1)});
     const char *mode = reverse ? "down" : "up";
-    std::vector<std::string> incl(groups);
+    std::vector<Values> incl(groups);
     for (int g = 0; g < groups; ++g)
       incl[g] = v[g * run + (reverse ? 0 : run - 1)];
-    for (int k = 1; k < lanesAlong; k *= 2) {
-      std::string ok = reverse ? opReg("setp.lt.u32", RegClass::Pred, {laneAt, imm(lanesAlong - k)})
-                               : opReg("setp.ge.u32", RegClass::Pred, {laneAt, imm(k)});
+    for (int d = 1; d < lanesAlong; d *= 2) {
+      std::string ok = reverse ? opReg("setp.lt.u32", RegClass::Pred, {laneAt, imm(lanesAlong - d)})
+                               : opReg("setp.ge.u32", RegClass::Pred, {laneAt, imm(d)});
       for (int g = 0; g < groups; ++g)
-        incl[g] = select(acc, ok, add(shuffle(*this, incl[g], acc, mode, k), incl[g]), incl[g]);
+        incl[g] = choose(ok, combine(shuffled(incl[g], mode, d), incl[g]), incl[g]);
     }
     hasPrefix = reverse ? opReg("setp.lt.u32", RegClass::Pred, {laneAt, imm(lanesAlong - 1)})
                         : opReg("setp.ge.u32", RegClass::Pred, {laneAt, "1"});
     for (int g = 0; g < groups; ++g)
-      prefix[g] = shuffle(*this, incl[g], acc, mode, 1);
+      prefix[g] = shuffled(incl[g], mode, 1);
 
     // 3. warps along the line: each warp's total (its last lane's) through shared memory
     if (warpBits > 0) {
-      int slots = 1 << warpBits, bytes = storageBytes(acc);
+      int slots = 1 << warpBits;
+      std::vector<int64_t> at(k + 1, 0); // where each value's totals begin, per line
+      for (size_t i = 0; i < k; ++i)
+        at[i + 1] = at[i] + (int64_t)slots * storageBytes(types[i]);
       int64_t lines = 1;
-      for (int dim = 0; dim < t.rank(); ++dim)
+      for (int dim = 0; dim < l->rank(); ++dim)
         if (dim != axis)
-          lines *= t.shape[dim];
-      needShared(lines * slots * bytes);
+          lines *= l->shape[dim];
+      needShared(lines * at[k]);
       std::string warpAt = opReg("and.b32", RegClass::B32, {warp, imm(slots - 1)});
       std::string last = opReg("setp.eq.u32", RegClass::Pred,
                                {laneAt, imm(reverse ? 0 : lanesAlong - 1)});
       std::vector<std::string> lineAddr(groups);
       for (int g = 0; g < groups; ++g) {
         std::string line = constantReg(DType::I32, 0, 0);
-        for (int dim = 0; dim < t.rank(); ++dim)
-          if (dim != axis && t.shape[dim] > 1)
+        for (int dim = 0; dim < l->rank(); ++dim)
+          if (dim != axis && l->shape[dim] > 1)
             line = opReg("mad.lo.u32", RegClass::B32,
-                         {line, imm(t.shape[dim]), elementCoord(l, dim, g * run)});
-        lineAddr[g] = opReg("mad.lo.u32", RegClass::B32,
-                            {line, imm((int64_t)slots * bytes), sharedBase()});
+                         {line, imm(l->shape[dim]), elementCoord(l, dim, g * run)});
+        lineAddr[g] = opReg("mad.lo.u32", RegClass::B32, {line, imm(at[k]), sharedBase()});
       }
       b.comment("scan: the warps' totals");
       barrier();
       std::string skip = b.newLabel("scan_totals");
       b.emit("@!" + last + " bra " + skip);
       for (int g = 0; g < groups; ++g)
-        storeShared(SharedAddr{opReg("mad.lo.u32", RegClass::B32, {warpAt, imm(bytes), lineAddr[g]}),
-                               0},
-                    acc, incl[g]);
+        for (size_t i = 0; i < k; ++i) {
+          int bytes = storageBytes(types[i]);
+          std::string a = opReg("mad.lo.u32", RegClass::B32, {warpAt, imm(bytes), lineAddr[g]});
+          storeShared(SharedAddr{a, at[i]}, types[i], incl[g][i]);
+        }
       b.label(skip);
       barrier();
       std::string before = b.reg(RegClass::Pred); // any warp before this one
       b.emit("setp.ne.u32 " + before + ", 0, 0");
-      std::vector<std::string> warpSum(groups);
-      for (int i = 0; i < slots; ++i) { // in the line's order
-        int s = reverse ? slots - 1 - i : i;
+      std::vector<Values> warpSum(groups);
+      for (int n = 0; n < slots; ++n) { // in the line's order
+        int s = reverse ? slots - 1 - n : n;
         // slot s comes before this warp: s < warpAt (from the end: s > warpAt)
         std::string take = reverse ? opReg("setp.lt.u32", RegClass::Pred, {warpAt, imm(s)})
                                    : opReg("setp.gt.u32", RegClass::Pred, {warpAt, imm(s)});
         for (int g = 0; g < groups; ++g) {
-          std::string total = loadShared(SharedAddr{lineAddr[g], (int64_t)s * bytes}, acc);
-          std::string sum = warpSum[g].empty() ? total
-                                               : select(acc, before, add(warpSum[g], total), total);
-          warpSum[g] = warpSum[g].empty() ? select(acc, take, total, total)
-                                          : select(acc, take, sum, warpSum[g]);
+          Values total;
+          for (size_t i = 0; i < k; ++i)
+            total.push_back(loadShared(
+                SharedAddr{lineAddr[g], at[i] + (int64_t)s * storageBytes(types[i])}, types[i]));
+          if (warpSum[g].empty()) {
+            warpSum[g] = total;
+            continue;
+          }
+          Values sum = choose(before, combine(warpSum[g], total), total);
+          warpSum[g] = choose(take, sum, warpSum[g]);
         }
         before = opReg("or.pred", RegClass::Pred, {before, take});
       }
       for (int g = 0; g < groups; ++g)
-        prefix[g] = select(acc, hasPrefix,
-                           select(acc, before, add(warpSum[g], prefix[g]), prefix[g]), warpSum[g]);
+        prefix[g] = choose(hasPrefix, choose(before, combine(warpSum[g], prefix[g]), prefix[g]),
+                           warpSum[g]);
       hasPrefix = opReg("or.pred", RegClass::Pred, {hasPrefix, before});
     }
   }
   // 4. each element: the runs before its own, then its own run up to it
-  TVal out{l, std::vector<std::string>(l->numRegs())};
-  for (int r = 0; r < l->numRegs(); ++r) {
-    std::string s = v[r];
-    if (!hasPrefix.empty())
-      s = select(acc, hasPrefix, add(prefix[r / run], s), s);
-    out.regs[r] = acc == d ? normalize(s, d) : fromF32(s, d);
-  }
+  if (!hasPrefix.empty())
+    for (int r = 0; r < l->numRegs(); ++r)
+      v[r] = choose(hasPrefix, combine(prefix[r / run], v[r]), v[r]);
+  return v;
+}
+
+void Lowering::lowerCumSum(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  DType d = t.dtype, acc = computesInF32(d) ? DType::F32 : d;
+  int axis = (int)op.intAttr("axis");
+  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
+  TVal x = convert(val(op.operand(0)), d, l);
+  std::vector<Values> v;
+  for (const std::string &r : x.regs)
+    v.push_back({acc == d ? r : toF32(r, d)});
+  auto add = [&](const Values &a, const Values &c) -> Values {
+    return {binary(op, OpKind::Add, acc, a[0], c[0])};
+  };
+  v = scanAlong(l, axis, op.intAttr("reverse") != 0, v, {acc}, add);
+  TVal out{l, {}};
+  for (const Values &s : v)
+    out.regs.push_back(acc == d ? normalize(s[0], d) : fromF32(s[0], d));
   bind(op.result(), out);
+}
+
+void Lowering::lowerScanWith(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  int axis = (int)op.intAttr("axis");
+  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
+  std::vector<DType> types;
+  std::vector<TVal> xs;
+  for (const Value *x : op.operands) {
+    types.push_back(x->type.dtype);
+    xs.push_back(materialize(x, l));
+  }
+  std::vector<Values> v(l->numRegs());
+  for (int r = 0; r < l->numRegs(); ++r)
+    for (const TVal &x : xs)
+      v[r].push_back(x.regs[r]);
+  auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };
+  v = scanAlong(l, axis, op.intAttr("reverse") != 0, v, types, combine);
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    TVal out{l, {}};
+    for (const Values &s : v)
+      out.regs.push_back(s[i]);
+    bind(op.result((int)i), out);
+  }
 }
 
 } // namespace tilec::nvidia

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -216,6 +217,19 @@ public:
   void lowerStore(const Op &op);
   void lowerAtomic(const Op &op);
   void lowerInlineAsm(const Op &op);
+  // Reductions (lower_reduce.cpp): k values per element, combined together.
+  using Values = std::vector<std::string>;
+  using CombineValues = std::function<Values(const Values &, const Values &)>;
+  std::vector<Values> reduceAlong(const LinearLayout *in, int axis,
+                                  const std::vector<Values> &elems,
+                                  const std::vector<DType> &types, const CombineValues &combine,
+                                  const LinearLayout *&out);
+  Values combineRegion(const Op &op, const Values &lhs, const Values &rhs);
+  void lowerReduceWith(const Op &op);
+  std::vector<Values> scanAlong(const LinearLayout *l, int axis, bool reverse,
+                                std::vector<Values> v, const std::vector<DType> &types,
+                                const CombineValues &combine);
+  void lowerScanWith(const Op &op);
   void lowerGather(const Op &op);
   void lowerHistogram(const Op &op);
   std::vector<std::string> asmInputRegisters(const std::vector<std::string> &elems, DType d,

@@ -781,12 +781,71 @@ Combine jitCombine(Lowerer &l, const SVal &fnArg, const Span &fnSpan, size_t k, 
   };
 }
 
+// An op of `kind` over `xs` whose region is `combine` applied to scalars
+// (lhs..., rhs...), the results cast back to the inputs' types; null (and the
+// op gone) when the combine function uses anything but elementwise ops, which
+// only the tree of whole-tensor steps can run.
+Op *withCombineRegion(Lowerer &l, OpKind kind, const std::vector<Value *> &xs,
+                      std::vector<Type> resultTypes, const Combine &combine, const Span &span) {
+  Block *outer = l.b_.block();
+  Op *op = l.b_.create(kind, xs, std::move(resultTypes), 1);
+  Block *body = op->regions[0].get();
+  std::vector<Value *> lhs, rhs;
+  for (Value *x : xs)
+    lhs.push_back(body->addArg(Type::scalar(x->type.dtype)));
+  for (Value *x : xs)
+    rhs.push_back(body->addArg(Type::scalar(x->type.dtype)));
+  l.b_.setBlock(body);
+  std::vector<Value *> out = combine(lhs, rhs);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i]->type != lhs[i]->type)
+      out[i] = l.castTo(out[i], lhs[i]->type.dtype);
+  l.b_.create(OpKind::Yield, out, {});
+  l.b_.setBlock(outer);
+  for (const auto &inner : body->ops)
+    if (!inner->has(ELEMENTWISE) && inner->kind != OpKind::Constant &&
+        inner->kind != OpKind::Yield) {
+      outer->ops.pop_back();
+      return nullptr;
+    }
+  return op;
+}
+
+// A reduction with a combine function: one reduce_with op, or the tree of
+// whole-tensor steps when the function is not elementwise.
+SVal reduceWithCombine(Lowerer &l, std::vector<Value *> xs, int axis, bool keep,
+                       const Combine &combine, const Span &span, bool tuple) {
+  std::vector<int64_t> shape = xs[0]->type.shape, rest = shape;
+  rest.erase(rest.begin() + axis);
+  std::vector<Type> types;
+  for (Value *x : xs) {
+    if (x->type.shape != shape)
+      l.error(span, "the tensors reduced together must have one shape, got " + x->type.str() +
+                        " and " + xs[0]->type.str());
+    types.push_back(x->type.withShape(rest));
+  }
+  Op *op = withCombineRegion(l, OpKind::ReduceWith, xs, types, combine, span);
+  if (!op)
+    return reductionResult(treeReduce(l, xs, axis, keep, combine, span), tuple);
+  op->setAttr("axis", (int64_t)axis);
+  std::vector<Value *> out;
+  for (auto &r : op->results) {
+    Value *v = r.get();
+    if (keep) {
+      std::vector<int64_t> kept = shape;
+      kept[axis] = 1;
+      v = l.reshape(v, kept, span);
+    }
+    out.push_back(v);
+  }
+  return reductionResult(out, tuple);
+}
+
 SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   auto [xs, axis] = reductionInputs(l, *a[0], a[1], "tl.reduce");
   bool keep = given(a[3]) && a[3]->val.c.truthy();
   Combine combine = jitCombine(l, a[2]->val, a[2]->span, xs.size(), call, "tl.reduce");
-  return reductionResult(treeReduce(l, xs, axis, keep, combine, call.span),
-                         a[0]->val.kind == SVal::Tuple);
+  return reduceWithCombine(l, xs, axis, keep, combine, call.span, a[0]->val.kind == SVal::Tuple);
 }
 
 // xor_sum and reduce_or: the tree with one bitwise op.
@@ -798,7 +857,7 @@ SVal bitwiseReduce(Lowerer &l, Args &a, const Expr &call, OpKind op, const char 
   Combine combine = [&](const std::vector<Value *> &lo, const std::vector<Value *> &hi) {
     return std::vector<Value *>{l.elementwise(op, {lo[0], hi[0]}, call.span)};
   };
-  return SVal::tensor(treeReduce(l, xs, axis, keep, combine, call.span)[0]);
+  return reduceWithCombine(l, xs, axis, keep, combine, call.span, false);
 }
 
 // A range 0..n-1 of type `d` laid along dim `dim` of `shape` (of size n), broadcast.
@@ -893,6 +952,21 @@ ScanLevel scanLastDim(Lowerer &l, const std::vector<Value *> &xs, const Combine 
 
 std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bool reverse,
                                const Combine &combine, const Span &span) {
+  std::vector<Type> types;
+  for (Value *x : xs) {
+    if (x->type.shape != xs[0]->type.shape)
+      l.error(span, "the tensors scanned together must have one shape");
+    types.push_back(x->type);
+  }
+  // One scan_with op when the combine function is elementwise, else the tree.
+  if (Op *op = withCombineRegion(l, OpKind::ScanWith, xs, types, combine, span)) {
+    op->setAttr("axis", (int64_t)axis);
+    op->setAttr("reverse", (int64_t)reverse);
+    std::vector<Value *> out;
+    for (auto &r : op->results)
+      out.push_back(r.get());
+    return out;
+  }
   int rank = xs[0]->type.rank();
   std::vector<int64_t> toLast = axisLast(rank, axis), back = inverseOrder(toLast);
   for (Value *&x : xs) {
