@@ -3471,20 +3471,47 @@ def unsupported_names_kernel(x_ptr, DT: tl.constexpr, CASE: tl.constexpr):
     elif CASE == 1:
         x = x.to(DT).to(tl.float32)
     else:
-        if tl.target_info.is_cuda():
-            x = x + 1
+        x = x + tl.target_info.current_target()
     tl.store(x_ptr + tl.arange(0, 16), x)
 
 
 @pytest.mark.parametrize("case,message", [
     (0, "tl.float8e4b8 is an AMD fp8 format"),
     (1, "tl.float8e4b15 is not supported by tilec"),
-    (2, "tl.target_info answers on the host only"),
+    (2, "tl.target_info.current_target() gives an object kernels cannot use"),
 ])
 def test_names_tilec_does_not_compile_say_why(case, message):
     with pytest.raises((tilec.CompilationError, ValueError), match=re.escape(message)):
         unsupported_names_kernel[(1,)](np.zeros(16, np.float32),
                                        DT=tl.float8e4b15 if case == 1 else tl.float32, CASE=case)
+
+
+@tilec.jit
+def target_info_kernel(x_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    if tl.target_info.is_cuda():
+        if tl.target_info.cuda_capability_geq(9, 0):
+            x = x + 100
+        else:
+            x = x + 10
+    else:
+        x = x + 1
+    tl.store(x_ptr + offs, x)
+
+
+def test_target_info_answers_for_the_compile_target(device):
+    x = np.zeros(16, np.float32)
+    target_info_kernel[(1,)](x)
+    want = 1
+    if device == "cuda":
+        import torch
+        want = 100 if torch.cuda.get_device_capability()[0] >= 9 else 10
+    np.testing.assert_array_equal(x, want)
+    # the IR is each target's own: 1 on the CPU, 10 for sm_80, 100 for sm_90a
+    for target, add in (("cpu", "1.0"), ("sm_80", "1e+01"), ("sm_90a", "1e+02")):
+        k = tilec.compile(target_info_kernel, signature={"x_ptr": "*fp32"}, target=target)
+        assert f"value = {add}}}" in k.asm["tileir"]
 
 
 def test_type_objects_of_the_language():

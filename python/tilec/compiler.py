@@ -98,7 +98,7 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
         else:
             raise ValueError(f"argument '{name}' needs a type in signature or a value in constexprs")
     specs = tuple(specs)
-    compiled, log = kernel._compile_ir(specs)
+    compiled, log = kernel._compile_ir(specs, target)
     options = {"num_warps": num_warps, "num_stages": num_stages,
                "enable_fp_fusion": enable_fp_fusion, "debug": debug, "maxnreg": maxnreg}
     gpu = None

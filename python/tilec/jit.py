@@ -60,6 +60,7 @@ class CompiledKernel:
         options = {**DEFAULT_GPU_OPTIONS, **(options or {})}
         self._compiled = compiled
         self.gpu = gpu
+        self.ir_target = "cpu"  # what tl.target_info answered, if the kernel asked
         self.name = compiled.name
         self.spec = spec
         self.asm = {"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}
@@ -188,7 +189,9 @@ class JITFunction:
             return ("constexpr", const)
         module = getattr(value, "__module__", None) or ""
         if module.startswith("tilec.language") and hasattr(value, "__name__"):
-            return ("builtin", "triton.language", value.__name__)
+            where = ("triton.language.target_info" if module == "tilec.language.target_info"
+                     else "triton.language")
+            return ("builtin", where, value.__name__)
         if isinstance(value, tl._KernelOnly):
             return ("builtin", "triton.language", value.__name__)
         if callable(value):
@@ -238,11 +241,13 @@ class JITFunction:
                     devices.add(_args.device_of(tensor))
         return tuple(specs), runtime, memory, devices
 
-    def _compile_ir(self, specs):
+    def _compile_ir(self, specs, target="cpu"):
+        """Tile IR for these specs; `target` ("cpu", "sm_90a", ...) answers
+        tl.target_info in the kernel (compiled.depends_on_target says it was asked)."""
         _globals_read.log = []
         try:
             compiled = _C.compile(self.src, self.filename, self.first_line, list(specs),
-                                  self._resolve)
+                                  self._resolve, target)
         except _C.CompilationError as e:
             raise CompilationError(str(e)) from None
         finally:
@@ -258,11 +263,13 @@ class JITFunction:
         if kernel is not None and kernel.globals_unchanged():
             return kernel
         base = self.cache.get(specs)
-        if base is not None and base.globals_unchanged():
+        target = arch or "cpu"
+        if (base is not None and base.globals_unchanged()
+                and (not base._compiled.depends_on_target or base.ir_target == target)):
             compiled, log = base._compiled, base.globals_read
         else:
-            compiled, log = self._compile_ir(specs)
-            if arch is not None:
+            compiled, log = self._compile_ir(specs, target)
+            if arch is not None and not compiled.depends_on_target:  # the CPU's IR too
                 cpu = CompiledKernel(compiled, specs)
                 cpu.globals_read = log
                 self.cache[specs] = cpu
@@ -272,6 +279,7 @@ class JITFunction:
             gpu = gpu_kernel(self, compiled, specs, log, arch, options)
         kernel = CompiledKernel(compiled, specs, gpu, options)
         kernel.globals_read = log
+        kernel.ir_target = target
         self.cache[key] = kernel
         return kernel
 

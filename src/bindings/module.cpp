@@ -165,12 +165,13 @@ KernelParam toParam(nb::handle spec) {
 }
 
 std::shared_ptr<CompiledKernel> compile(const std::string &text, const std::string &filename,
-                                        int firstLine, nb::list specs, nb::object resolver) {
+                                        int firstLine, nb::list specs, nb::object resolver,
+                                        const std::string &target) {
   std::vector<KernelParam> params;
   for (nb::handle h : specs)
     params.push_back(toParam(h));
   auto res = std::make_shared<PyResolver>(std::move(resolver));
-  return compileKernel(makeSource(text, filename, firstLine), res, params);
+  return compileKernel(makeSource(text, filename, firstLine), res, params, target);
 }
 
 void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> grid,
@@ -355,6 +356,8 @@ NB_MODULE(_C, m) {
       .def_ro("ir_after_sema", &CompiledKernel::irAfterSema)
       .def_ro("compile_ms", &CompiledKernel::compileMs)
       .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
+      .def_prop_ro("depends_on_target",
+                   [](const CompiledKernel &k) { return k.fn->dependsOnTarget; })
       .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
            nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0)
@@ -362,7 +365,7 @@ NB_MODULE(_C, m) {
            nb::arg("num_threads") = 0);
 
   m.def("compile", &compile, nb::arg("source"), nb::arg("filename"), nb::arg("first_line"),
-        nb::arg("params"), nb::arg("resolver"));
+        nb::arg("params"), nb::arg("resolver"), nb::arg("target") = "cpu");
   m.def("dump_ast", &dumpAstText, nb::arg("source"), nb::arg("filename") = "<string>");
   m.def("run_passes", &runPassesText, nb::arg("ir"), nb::arg("passes"),
         nb::arg("filename") = "<ir>");

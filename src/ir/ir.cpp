@@ -201,6 +201,7 @@ std::unique_ptr<Function> cloneFunction(const Function &fn) {
   out->name = fn.name;
   out->argNames = fn.argNames;
   out->argDivisibility = fn.argDivisibility;
+  out->dependsOnTarget = fn.dependsOnTarget;
   std::unordered_map<const Value *, Value *> map;
   cloneBlock(*fn.body, *out->body, map);
   out->renumber();

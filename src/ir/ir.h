@@ -97,6 +97,9 @@ struct Function {
   std::vector<int> argDivisibility;  // one per body argument: 16 when specialized as aligned
   std::unique_ptr<Block> body;       // its args are the kernel's runtime arguments
   int numValues = 0;                 // set by renumber()
+  // Whether sema answered tl.target_info questions: the IR is then for its
+  // compile target only (the CPU, or one GPU architecture).
+  bool dependsOnTarget = false;
 
   Function();
   // Gives every value a dense id in print order; returns how many there are.

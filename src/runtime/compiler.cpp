@@ -18,10 +18,11 @@ static bool dumpRequested() {
 
 std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               std::shared_ptr<Resolver> resolver,
-                                              const std::vector<KernelParam> &params) {
+                                              const std::vector<KernelParam> &params,
+                                              const std::string &target) {
   auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<CompiledKernel>();
-  out->fn = lowerKernel(source, std::move(resolver), params);
+  out->fn = lowerKernel(source, std::move(resolver), params, target);
   out->name = out->fn->name;
   out->irAfterSema = printFunction(*out->fn);
   bool dump = dumpRequested();

@@ -23,6 +23,7 @@ struct CompiledKernel {
 // stage to stderr. Throws CompileError.
 std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               std::shared_ptr<Resolver> resolver,
-                                              const std::vector<KernelParam> &params);
+                                              const std::vector<KernelParam> &params,
+                                              const std::string &target = "cpu");
 
 } // namespace tilec

@@ -1842,6 +1842,29 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("py.max", {"*args"}, [](Lowerer &l, Args &, R &r, const Expr &c) {
     return pyMinMax(l, r, c, true);
   });
+  // tl.target_info: what the compile target is. Asking makes the IR the
+  // target's own (the CPU's and each GPU architecture's are compiled apart).
+  add("target_info.is_cuda", {}, [](Lowerer &l, Args &, R &, const Expr &) {
+    l.fn_.dependsOnTarget = true;
+    return SVal::constant(ConstValue::boolean(l.target_ != "cpu"));
+  });
+  add("target_info.cuda_capability_geq", {"major", "minor="},
+      [](Lowerer &l, Args &a, R &, const Expr &) {
+        l.fn_.dependsOnTarget = true;
+        int64_t want = constArg(l, *a[0], "cuda_capability_geq").asInt() * 10 +
+                       (given(a[1]) ? constArg(l, *a[1], "cuda_capability_geq").asInt() : 0);
+        int64_t arch = l.target_ == "cpu" ? 0 : std::atoi(l.target_.c_str() + 3); // sm_90a: 90
+        return SVal::constant(ConstValue::boolean(arch != 0 && arch >= want));
+      });
+  for (const char *name : {"target_info.is_hip", "target_info.is_hip_cdna3",
+                           "target_info.is_hip_cdna4", "target_info.is_hip_gfx1250"})
+    add(name, {}, [](Lowerer &, Args &, R &, const Expr &) { // tilec has no AMD backend
+      return SVal::constant(ConstValue::boolean(false));
+    });
+  add("target_info.current_target", {}, [](Lowerer &l, Args &, R &, const Expr &c) -> SVal {
+    l.error(c.span, "tl.target_info.current_target() gives an object kernels cannot use; ask "
+                    "tl.target_info.is_cuda() or cuda_capability_geq(major, minor)");
+  });
   // tuple(values) and tl.tuple(values): a tuple (or list) of values as a tuple.
   for (const char *name : {"tuple", "py.tuple"})
     add(name, {"values="}, [](Lowerer &l, Args &a, R &, const Expr &c) {

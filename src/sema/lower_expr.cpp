@@ -130,15 +130,16 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
     if (std::string why = unsupportedDTypeReason(attr); !why.empty())
       error(span, why);
     if (attr == "target_info")
-      error(span, "tl.target_info answers on the host only: tilec compiles one kernel for the CPU "
-                  "and the GPU, so its code cannot depend on the target; pass the choice as a "
-                  "tl.constexpr argument");
+      return SVal::module("triton.language.target_info");
     if (attr == "math" || attr == "extra")
       return SVal::module("triton.language." + attr);
     if (attr == "core" || attr == "standard")
       return SVal::module("triton.language");
     if (isBuiltin(attr) || attr == "range" || attr == "static_range")
       return SVal::builtin(attr);
+  } else if (module == "triton.language.target_info") {
+    if (isBuiltin("target_info." + attr))
+      return SVal::builtin("target_info." + attr);
   } else if (module == "triton.language.math" || module == "libdevice") {
     if (isBuiltin("math." + attr))
       return SVal::builtin("math." + attr);

@@ -129,6 +129,7 @@ public:
 
   Function &fn_;
   Builder b_;
+  std::string target_ = "cpu"; // what tl.target_info answers (fn_.dependsOnTarget once asked)
   std::vector<Frame *> frames_;
   std::vector<std::unique_ptr<Block>> scratch_; // loop bodies lowered to learn what they carry
   // Parsed @jit callees of this compile, by source.

@@ -47,7 +47,8 @@ static Value *descriptorParam(Function &fn, Builder &entry, const std::string &n
 }
 
 std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<Resolver> resolver,
-                                      const std::vector<KernelParam> &params) {
+                                      const std::vector<KernelParam> &params,
+                                      const std::string &target) {
   std::unique_ptr<FunctionDef> def = parseFunction(source);
   if (def->params.size() != params.size())
     fail(Location{source, def->span}, "'" + def->name + "' takes " +
@@ -85,6 +86,7 @@ std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<R
   for (size_t i = 0; i < params.size(); ++i)
     frame.vars[def->params[i].name] = bind(def->params[i].name, params[i]);
   Lowerer lowerer(*fn);
+  lowerer.target_ = target;
   lowerer.lowerKernelBody(*def, frame);
   return fn;
 }

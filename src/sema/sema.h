@@ -26,7 +26,9 @@ struct KernelParam {
 
 // Lowers the function in `source` (one def). `params` holds one entry per
 // parameter of the def, in order. Throws CompileError on a user error.
+// `target` ("cpu", "sm_80", "sm_90a", ...) answers tl.target_info in the kernel.
 std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<Resolver> resolver,
-                                      const std::vector<KernelParam> &params);
+                                      const std::vector<KernelParam> &params,
+                                      const std::string &target = "cpu");
 
 } // namespace tilec

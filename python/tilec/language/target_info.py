@@ -1,8 +1,8 @@
-"""``tl.target_info``: which GPU the current device is, on the host.
+"""``tl.target_info``: which GPU the code is for.
 
-Kernels cannot call these: tilec compiles one Tile IR for the CPU and the GPU,
-so a kernel's code cannot depend on the target (pass the choice in as a
-``tl.constexpr`` argument instead); the compiler says so where one is called.
+On the host these answer for the current device. Inside a kernel the compiler
+answers them for the compile's target (the CPU backend: not CUDA; a GPU: its
+architecture), and keeps that kernel's IR for that target alone.
 """
 
 __all__ = ["current_target"]
