@@ -3330,6 +3330,35 @@ def test_sort_and_topk(rng, dtype):
 
 
 @tilec.jit
+def sort_rows_kernel(x_ptr, out_ptr, top_ptr, R: tl.constexpr, C: tl.constexpr,
+                     DESC: tl.constexpr, K: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.sort(x, descending=DESC))
+    tl.store(top_ptr + tl.arange(0, R)[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+
+
+@pytest.mark.parametrize("shape", [(1, 1024), (16, 64), (1, 16), (64, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64])
+@pytest.mark.parametrize("desc", [False, True])
+def test_sort_lines_of_every_length(rng, shape, dtype, desc):
+    """Index bits in registers, lanes and warps (the GPU's compare-and-swap
+    partners in a register, a shuffle away, or through shared memory)."""
+    if dtype == np.int64:
+        x = rng.integers(-2**40, 2**40, size=shape).astype(dtype)
+    else:
+        x = np.round(rng.standard_normal(shape) * 50).astype(dtype)  # with ties
+        x[0, 0] = -0.0
+    out = np.zeros_like(x)
+    k = min(4, shape[1])
+    top = np.zeros((shape[0], k), dtype)
+    sort_rows_kernel[(1,)](x, out, top, R=shape[0], C=shape[1], DESC=desc, K=k)
+    ref = np.sort(x, axis=1)
+    np.testing.assert_array_equal(out, ref[:, ::-1] if desc else ref)
+    np.testing.assert_array_equal(top, ref[:, ::-1][:, :k])
+
+
+@tilec.jit
 def _clamp_and_scale(x, lo, hi):
     return tl.minimum(tl.maximum(x, lo), hi) * 2, x > hi
 

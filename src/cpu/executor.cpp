@@ -102,6 +102,7 @@ private:
   void execReduce(const Op &op);
   void execReduceWith(const Op &op);
   void execScanWith(const Op &op);
+  void execSort(const Op &op);
   std::vector<Tile> runCombine(const Op &op, std::vector<Tile> lhs, std::vector<Tile> rhs,
                                size_t count);
   void execCumSum(const Op &op);
@@ -931,6 +932,46 @@ void Program::execScanWith(const Op &op) {
     val(op.result((int)i)) = std::move(xs[i]);
 }
 
+// Triton's bitonic network on each line of the last dim, step by step as the
+// GPU runs it: in stage s (1..L) and step j (s-1..0) each element x at index i
+// meets y at i ^ 2^j and becomes y where (x > y) != (flip ^ bit j of i), flip
+// being bit s of i before the last stage and `descending` in it.
+void Program::execSort(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  Tile r = val(op.operand(0));
+  int64_t n = t.shape.back(), lines = t.numel() / n;
+  int bits = 0;
+  while ((int64_t{1} << bits) < n)
+    ++bits;
+  bool descending = op.intAttr("descending") != 0, mergeOnly = op.intAttr("merge_only") != 0;
+  bool fl = holdsFloat(t);
+  DType d = t.dtype;
+  auto greater = [&](size_t a, size_t b) {
+    return fl ? r.f[a] > r.f[b] : lessThan(r.i[b], r.i[a], d);
+  };
+  for (int s = mergeOnly ? bits : 1; s <= bits; ++s)
+    for (int j = s - 1; j >= 0; --j)
+      for (int64_t line = 0; line < lines; ++line)
+        for (int64_t i = 0; i < n; ++i) {
+          if (i >> j & 1)
+            continue; // each pair once, from its left element
+          size_t a = (size_t)(line * n + i), b = a + ((size_t)1 << j);
+          bool flip = s < bits ? (i >> s & 1) : descending;
+          bool takeLeft = greater(a, b) != flip;      // the left element becomes y
+          bool takeRight = greater(b, a) != !flip;    // the right one becomes x
+          if (fl) {
+            double x = r.f[a], y = r.f[b];
+            r.f[a] = takeLeft ? y : x;
+            r.f[b] = takeRight ? x : y;
+          } else {
+            int64_t x = r.i[a], y = r.i[b];
+            r.i[a] = takeLeft ? y : x;
+            r.i[b] = takeRight ? x : y;
+          }
+        }
+  val(op.result()) = std::move(r);
+}
+
 void Program::execGather(const Op &op) {
   const Type &src = op.operand(0)->type, &out = op.result()->type;
   const Tile &x = val(op.operand(0)), &index = val(op.operand(1));
@@ -1354,6 +1395,9 @@ void Program::exec(const Op &op) {
     return;
   case OpKind::ScanWith:
     execScanWith(op);
+    return;
+  case OpKind::Sort:
+    execSort(op);
     return;
   case OpKind::CumSum:
     execCumSum(op);

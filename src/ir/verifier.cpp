@@ -424,6 +424,13 @@ void checkScanWith(const Op &op) {
   checkCombineRegion(op);
 }
 
+void checkSort(const Op &op) {
+  const Type &t = op.operand(0)->type;
+  require(t.isTensor() && op.result()->type == t, op, "sort keeps its operand's type");
+  int64_t n = t.shape.back();
+  require((n & (n - 1)) == 0, op, "sort's last dim is a power of 2");
+}
+
 void checkCumSum(const Op &op) {
   require(axisIn(op, op.operand(0)->type.rank()), op, "'axis' out of range");
   require(op.result()->type == op.operand(0)->type, op, "cumsum keeps the type");
@@ -585,6 +592,8 @@ void checkOp(const Op &op) {
     return checkReduceWith(op);
   case OpKind::ScanWith:
     return checkScanWith(op);
+  case OpKind::Sort:
+    return checkSort(op);
   case OpKind::Gather:
     return checkGather(op);
   case OpKind::Histogram:

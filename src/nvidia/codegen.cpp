@@ -256,6 +256,9 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::ScanWith:
     lowerScanWith(op);
     return;
+  case OpKind::Sort:
+    lowerSort(op);
+    return;
   case OpKind::Gather:
     lowerGather(op);
     return;

@@ -136,13 +136,15 @@ LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWa
   return l;
 }
 
-LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps) {
+LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps,
+                        int64_t minRun) {
   LinearLayout l;
   l.shape = shape;
   int rank = (int)shape.size();
   std::vector<int64_t> covered(rank, 1);
   int64_t threads = 32 * (int64_t)numWarps;
-  while (covered[axis] * threads < shape[axis]) { // each thread a contiguous run of the line
+  minRun = std::min(minRun, shape[axis]);
+  while (covered[axis] * threads < shape[axis] || covered[axis] < minRun) { // a run per thread
     l.regs.push_back(unit(rank, axis, covered[axis]));
     covered[axis] *= 2;
   }

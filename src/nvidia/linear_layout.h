@@ -44,8 +44,10 @@ LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWa
 // The layout a scan along `axis` runs in: the line cut into contiguous runs,
 // one per thread (registers: the lowest register bits), the runs spread over
 // the lowest lane bits, then the lowest warp bits; threads left over spread
-// over the other dims, and registers hold the rest of those.
-LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps);
+// over the other dims, and registers hold the rest of those. Runs are at least
+// `minRun` long (the sort's: more of its steps stay in registers).
+LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarps,
+                        int64_t minRun = 1);
 
 // The layout of a reduction's result along `axis`: registers along the axis
 // are dropped, lanes and warps along it come to hold copies.

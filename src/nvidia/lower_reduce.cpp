@@ -14,9 +14,7 @@ bool computesInF32(DType d) { return isFloat(d) && d != DType::F32 && d != DType
 
 } // namespace
 
-// `v` from another lane: shfl.sync in `mode` (bfly: lane ^ k; up: lane - k;
-// down: lane + k; a lane past the warp keeps its own value).
-static std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode, int k) {
+std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode, int k) {
   std::string clamp = std::string(mode) == "up" ? "0" : "31";
   auto shfl = [&](const std::string &w) {
     return L.opReg(std::string("shfl.sync.") + mode + ".b32", RegClass::B32,

@@ -94,6 +94,9 @@ int storageBytes(DType d);
 const char *memType(DType d);
 // Packs elements narrower than 4 bytes into 32-bit words (lower_memory.cpp).
 std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &elems, DType d);
+// `v` (of type d) from another lane: shfl.sync in `mode` (bfly: lane ^ k; up:
+// lane - k; down: lane + k; a lane past the warp keeps its own value).
+std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode, int k);
 // Unpacks 32-bit words into the elements of a type narrower than 4 bytes.
 std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words, DType d);
 class Lowering;
@@ -230,6 +233,7 @@ public:
                                 std::vector<Values> v, const std::vector<DType> &types,
                                 const CombineValues &combine);
   void lowerScanWith(const Op &op);
+  void lowerSort(const Op &op);
   void lowerGather(const Op &op);
   void lowerHistogram(const Op &op);
   std::vector<std::string> asmInputRegisters(const std::vector<std::string> &elems, DType d,

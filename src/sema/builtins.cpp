@@ -1025,52 +1025,12 @@ SVal cumprodFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(scanAlong(l, {x}, axis, reverse, combine, call.span)[0]);
 }
 
-// --- tl.sort and tl.topk: a bitonic network on the last dim. Each
-// compare-and-swap step exposes the bit it pairs on as a dim of 2 (reshape and
-// permute), splits the pairs, orders them with min and max (ascending where the
-// stage's block of the index says so), and joins them back.
+// --- tl.sort and tl.topk: Triton's bitonic network on the last dim, one op.
 Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span, bool mergeOnly) {
-  std::vector<int64_t> shape = x->type.shape;
-  int rank = (int)shape.size();
-  int64_t n = shape.back();
-  int bits = 0;
-  while ((int64_t{1} << bits) < n)
-    ++bits;
-  std::vector<int64_t> outer(shape.begin(), shape.end() - 1);
-  // tl.bitonic_merge is the last stage alone: it sorts a bitonic sequence.
-  for (int stage = mergeOnly ? bits : 1; stage <= bits; ++stage)
-    for (int j = stage - 1; j >= 0; --j) {
-      int64_t inner = int64_t{1} << j, blocks = n / (2 * inner);
-      std::vector<int64_t> cut = outer; // (..., blocks, 2, inner)
-      cut.insert(cut.end(), {blocks, 2, inner});
-      std::vector<int64_t> order;
-      for (int d = 0; d < rank - 1; ++d)
-        order.push_back(d);
-      order.insert(order.end(), {rank - 1, rank + 1, rank}); // the pair bit last
-      Value *pairs = permuteValue(l, l.reshape(x, cut, span), order);
-      auto [lo, hi] = splitValues(l, pairs, span); // (..., blocks, inner)
-      Value *mn = l.elementwise(OpKind::Min, {lo, hi}, span);
-      Value *mx = l.elementwise(OpKind::Max, {lo, hi}, span);
-      std::vector<int64_t> half = lo->type.shape;
-      // Ascending where bit `stage` of the index is 0: bit stage-j-1 of the block.
-      Value *block = rangeAlong(l, half, (int)half.size() - 2, DType::I32, span);
-      Value *bit = l.elementwise(
-          OpKind::And,
-          {l.elementwise(OpKind::Shr, {block, l.splatTo(l.constScalar(ConstValue::integer(stage - j - 1), DType::I32), half)}, span),
-           l.splatTo(l.constScalar(ConstValue::integer(1), DType::I32), half)},
-          span);
-      Value *up = l.elementwise(
-          OpKind::CmpEq,
-          {bit, l.splatTo(l.constScalar(ConstValue::integer(descending ? 1 : 0), DType::I32), half)},
-          span);
-      if (stage == bits) // the last merge: one direction
-        up = l.splatTo(l.constScalar(ConstValue::integer(descending ? 0 : 1), DType::I1), half);
-      Value *first = l.b_.create1(OpKind::Select, {up, mn, mx}, mn->type);
-      Value *second = l.b_.create1(OpKind::Select, {up, mx, mn}, mn->type);
-      x = l.reshape(permuteValue(l, joinValues(l, first, second, span), inverseOrder(order)),
-                    shape, span);
-    }
-  return x;
+  Op *op = l.b_.create(OpKind::Sort, {x}, {x->type});
+  op->setAttr("descending", (int64_t)descending);
+  op->setAttr("merge_only", (int64_t)mergeOnly);
+  return op->result();
 }
 
 // The first k elements of the last dim: halved (a split of the front half) until k are left.
