@@ -29,6 +29,20 @@ struct Tile {
 
 bool holdsFloat(const Type &t) { return isFloat(t.dtype); }
 
+// A tensor seen as lines along `axis`: element (o, j, in) is at (o * n + j) * inner + in.
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+Lines linesAlong(const Type &t, int axis) {
+  Lines l;
+  l.n = t.shape[axis];
+  for (int d = 0; d < axis; ++d)
+    l.outer *= t.shape[d];
+  for (int d = axis + 1; d < t.rank(); ++d)
+    l.inner *= t.shape[d];
+  return l;
+}
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int k = (int)shape.size() - 2; k >= 0; --k)
@@ -732,11 +746,7 @@ void Program::execReduce(const Op &op) {
   const Type &t = op.operand(0)->type;
   const Tile &x = val(op.operand(0));
   int axis = (int)op.intAttr("axis");
-  int64_t outer = 1, n = t.shape[axis], inner = 1;
-  for (int k = 0; k < axis; ++k)
-    outer *= t.shape[k];
-  for (int k = axis + 1; k < t.rank(); ++k)
-    inner *= t.shape[k];
+  auto [outer, n, inner] = linesAlong(t, axis);
   DType d = t.dtype;
   bool fl = isFloat(d);
   Tile r;
@@ -844,11 +854,8 @@ std::vector<Tile> Program::runCombine(const Op &op, std::vector<Tile> lhs, std::
 void Program::execReduceWith(const Op &op) {
   const Type &t = op.operand(0)->type;
   int axis = (int)op.intAttr("axis");
-  int64_t outer = 1, n = t.shape[axis], inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= t.shape[d];
-  for (int d = axis + 1; d < t.rank(); ++d)
-    inner *= t.shape[d];
+  Lines lines = linesAlong(t, axis);
+  int64_t outer = lines.outer, n = lines.n, inner = lines.inner;
   std::vector<Tile> xs;
   for (const Value *v : op.operands)
     xs.push_back(val(v));
@@ -885,11 +892,8 @@ void Program::execScanWith(const Op &op) {
   const Type &t = op.operand(0)->type;
   int axis = (int)op.intAttr("axis");
   bool reverse = op.intAttr("reverse") != 0;
-  int64_t outer = 1, n = t.shape[axis], inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= t.shape[d];
-  for (int d = axis + 1; d < t.rank(); ++d)
-    inner *= t.shape[d];
+  Lines lines = linesAlong(t, axis);
+  int64_t outer = lines.outer, n = lines.n, inner = lines.inner;
   std::vector<Tile> xs;
   for (const Value *v : op.operands)
     xs.push_back(val(v));
@@ -1019,11 +1023,7 @@ void Program::execCumSum(const Op &op) {
   Tile r = val(op.operand(0));
   int axis = (int)op.intAttr("axis");
   bool reverse = op.intAttr("reverse") != 0;
-  int64_t outer = 1, n = t.shape[axis], inner = 1;
-  for (int k = 0; k < axis; ++k)
-    outer *= t.shape[k];
-  for (int k = axis + 1; k < t.rank(); ++k)
-    inner *= t.shape[k];
+  auto [outer, n, inner] = linesAlong(t, axis);
   bool fl = isFloat(t.dtype);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
