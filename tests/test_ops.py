@@ -3299,6 +3299,34 @@ def test_associative_scan_and_cumprod(rng):
     np.testing.assert_array_equal(first, np.broadcast_to(want, (M, N)))
 
 
+@tilec.jit
+def _scaled_add(a, b):
+    return (a + b) * 2.0
+
+
+@tilec.jit
+def _add_with_program_id(a, b):
+    return a + b + tl.program_id(0) * 0  # not elementwise: the whole-tensor tree runs it
+
+
+@tilec.jit
+def combine_edge_kernel(x_ptr, s_ptr, out_ptr, N: tl.constexpr):
+    scale = tl.load(s_ptr) * 2.0  # the same scalar constant as inside the combine
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(out_ptr, tl.reduce(x, 0, _scaled_add) * scale)
+    tl.store(out_ptr + 1, tl.reduce(x, 0, _add_with_program_id))
+
+
+def test_combine_functions_sharing_constants_or_not_elementwise(rng):
+    n = 64
+    x = rng.integers(-50, 50, size=n).astype(np.float32)  # exact sums
+    out = np.zeros(2, np.float32)
+    combine_edge_kernel[(1,)](x, np.array([3.0], np.float32), out, N=n)
+    # each combine doubles: a tree of depth 6 over 64 elements scales by 2**6, the scan's
+    # element i by 2**(steps i took part in); the reduce is then scaled by 3 * 2
+    assert out[0] == x.sum() * 2 ** 6 * 6 and out[1] == x.sum()
+
+
 # --- sort and topk
 
 
