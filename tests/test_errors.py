@@ -364,3 +364,25 @@ def test_gather_index_outside_the_source_is_a_clear_error():
         gather_kernel[(1,)](x, idx, N=4096)
     assert "tl.gather(): index 4096 is outside the source's 4096 elements along axis 0" in str(
         info.value) and "test_errors.py" in str(info.value)
+
+
+@tilec.jit
+def const_pointer_kernel(x_ptr: tl.const, out_ptr, CASE: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)  # reading through it is fine
+    if CASE == "store":
+        tl.store(x_ptr + offs, x)
+    elif CASE == "atomic":
+        tl.atomic_add(x_ptr + offs, x)
+    tl.store(out_ptr + offs, x)
+
+
+@pytest.mark.parametrize("case", ["store", "atomic"])
+def test_writing_through_a_const_pointer_is_an_error(case):
+    x, out = np.ones(16, np.float32), np.zeros(16, np.float32)
+    const_pointer_kernel[(1,)](x, out, CASE="read")
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(tilec.CompilationError) as info:
+        const_pointer_kernel[(1,)](x, out, CASE=case)
+    assert "Cannot store to a constant pointer" in str(info.value)
+    assert "test_errors.py" in str(info.value)

@@ -170,6 +170,7 @@ SVal load(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 
 SVal store(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *ptr = pointerArg(l, *a[0], "tl.store");
+  l.checkWritable(ptr, call.span);
   if (ptr->type.dtype == DType::BlockPtr) {
     Value *v = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
     v = l.broadcastTo(v, ptr->type.blockShape, a[1]->span);
@@ -239,6 +240,7 @@ void setAtomicOrdering(Lowerer &l, Op *op, const std::optional<Arg> &sem,
 // read-modify-write atomics: the old values, shaped as the pointers.
 SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
   Value *ptr = atomicPointer(l, *a[0], kind, call.span);
+  l.checkWritable(ptr, call.span);
   std::vector<Value *> operands = pointerValueMask(l, ptr, *a[1], a[2], call.span);
   Type t = Type::scalar(ptr->type.pointee).withShape(operands[0]->type.shape);
   Op *op = l.b_.create(OpKind::AtomicRMW, operands, {t});
@@ -251,6 +253,7 @@ SVal atomicRmw(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
 // old value equals cmp; returns the old values.
 SVal atomicCas(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *ptr = atomicPointer(l, *a[0], "cas", call.span);
+  l.checkWritable(ptr, call.span);
   Value *cmp = l.materialize(a[1]->val, a[1]->span, ptr->type.pointee);
   Value *v = l.materialize(a[2]->val, a[2]->span, ptr->type.pointee);
   auto [p, bc] = l.broadcastPair(ptr, cmp, call.span);
@@ -295,6 +298,7 @@ SVal atomicLoad(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 // written atomically, with release (the default) or relaxed ordering.
 SVal atomicStore(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *ptr = atomicAccessPointer(l, *a[0], "tl.atomic_store");
+  l.checkWritable(ptr, call.span);
   Op *op =
       l.b_.create(OpKind::AtomicStore, pointerValueMask(l, ptr, *a[1], a[2], call.span), {});
   op->setAttr("sem", atomicOption(l, a[3], "sem", "release", {"release", "relaxed"}));
@@ -1892,6 +1896,26 @@ bool isTensorMethod(const std::string &name) {
 }
 
 } // namespace
+
+void Lowerer::checkWritable(const Value *ptr, const Span &span) {
+  if (constPointers_.empty())
+    return;
+  std::vector<const Value *> todo = {ptr};
+  std::unordered_set<const Value *> seen;
+  while (!todo.empty()) {
+    const Value *v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second)
+      continue;
+    if (constPointers_.count(v))
+      error(span, "Cannot store to a constant pointer (the kernel's parameter is tl.const)");
+    if (!v->def)
+      continue;
+    for (const Value *operand : v->def->operands)
+      if (isPointer(operand->type.dtype))
+        todo.push_back(operand);
+  }
+}
 
 bool Lowerer::isBuiltin(const std::string &name) { return table().count(name) != 0; }
 

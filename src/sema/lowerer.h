@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "frontend/ast.h"
@@ -130,6 +131,10 @@ public:
   Function &fn_;
   Builder b_;
   std::string target_ = "cpu"; // what tl.target_info answers (fn_.dependsOnTarget once asked)
+  std::unordered_set<const Value *> constPointers_; // parameters annotated tl.const
+  // Errors when `ptr` points into a tl.const parameter (followed through the
+  // ops that derive pointers from pointers), as Triton does for stores.
+  void checkWritable(const Value *ptr, const Span &span);
   std::vector<Frame *> frames_;
   std::vector<std::unique_ptr<Block>> scratch_; // loop bodies lowered to learn what they carry
   // Parsed @jit callees of this compile, by source.

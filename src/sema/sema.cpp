@@ -3,6 +3,7 @@
 #include "sema/sema.h"
 
 #include <functional>
+#include <unordered_set>
 
 #include "sema/lowerer.h"
 
@@ -83,10 +84,19 @@ std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<R
       return SVal::tensor(fn->body->addArg(paramType(p)));
     }
   };
-  for (size_t i = 0; i < params.size(); ++i)
-    frame.vars[def->params[i].name] = bind(def->params[i].name, params[i]);
+  std::unordered_set<const Value *> constPointers;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param &param = def->params[i];
+    SVal v = bind(param.name, params[i]);
+    const Expr *ann = param.annotation.get();
+    if (ann && (ann->kind == ExprKind::Name || ann->kind == ExprKind::Attribute) &&
+        ann->name == "const" && v.isTensor() && v.v->type.dtype == DType::Ptr)
+      constPointers.insert(v.v); // `x_ptr: tl.const`: the kernel only reads through it
+    frame.vars[param.name] = v;
+  }
   Lowerer lowerer(*fn);
   lowerer.target_ = target;
+  lowerer.constPointers_ = std::move(constPointers);
   lowerer.lowerKernelBody(*def, frame);
   return fn;
 }
