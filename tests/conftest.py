@@ -69,12 +69,7 @@ class GpuShim:
         import torch
         buffers = {}  # host address of an allocation -> (host bytes, device bytes)
 
-        def on_device(value):
-            if isinstance(value, tuple):  # a tuple argument: each element moves
-                return tuple(on_device(v) for v in value)
-            if tilec._args.is_descriptor(value):  # its tensor moves; sizes and strides stay
-                import dataclasses
-                return dataclasses.replace(value, base=on_device(value.base))
+        def moved(value):
             if isinstance(value, np.ndarray):
                 low, high = tilec._args.memory_range(value)
                 dtype = value.dtype
@@ -90,6 +85,9 @@ class GpuShim:
             device = buffers[low][1]
             offset = tilec._args.data_pointer(value) - low
             return GpuView(device.data_ptr() + offset, dtype, device.device)
+
+        def on_device(value):  # tensors move, in tuples and descriptors too
+            return tilec._args.map_tensors(value, moved)
 
         # Separately rounded multiplies and adds, so that results are bit-exact
         # with the CPU backend; fused multiply-add is tested on its own.

@@ -386,3 +386,20 @@ def test_writing_through_a_const_pointer_is_an_error(case):
         const_pointer_kernel[(1,)](x, out, CASE=case)
     assert "Cannot store to a constant pointer" in str(info.value)
     assert "test_errors.py" in str(info.value)
+
+
+@tilec.jit
+def _pair_add(a, b, c, d):
+    return a + c, b + d
+
+
+@tilec.jit
+def mismatched_tuple_reduce_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.reduce((x, tl.arange(0, 8)), 0, _pair_add)
+
+
+def test_tensors_reduced_together_must_share_a_shape():
+    with pytest.raises(tilec.CompilationError) as info:
+        mismatched_tuple_reduce_kernel[(1,)](np.zeros(16, np.float32))
+    assert "tl.reduce(): the tensors it takes together must have one shape" in str(info.value)

@@ -29,6 +29,28 @@ struct Tile {
 
 bool holdsFloat(const Type &t) { return isFloat(t.dtype); }
 
+// Element k of a tile as the bits of a `d` in memory, and the reverse.
+uint64_t elementBits(const Tile &t, size_t k, DType d) {
+  int bytes = dtypeBytes(d);
+  uint64_t bits = isFloat(d) ? floatToBits(t.f[k], d) : (uint64_t)t.i[k];
+  return bytes == 8 ? bits : bits & ((1ull << (8 * bytes)) - 1);
+}
+void setElementBits(Tile &t, size_t k, uint64_t bits, DType d) {
+  if (isFloat(d))
+    t.f[k] = bitsToFloat(bits, d);
+  else
+    t.i[k] = d == DType::I1 ? bits != 0 : wrapInt((int64_t)bits, d);
+}
+// A tile of n zeros of type `d`.
+Tile zeroTile(DType d, size_t n) {
+  Tile t;
+  if (isFloat(d))
+    t.f.assign(n, 0.0);
+  else
+    t.i.assign(n, 0);
+  return t;
+}
+
 // A tensor seen as lines along `axis`: element (o, j, in) is at (o * n + j) * inner + in.
 struct Lines {
   int64_t outer = 1, n = 1, inner = 1;
@@ -156,20 +178,13 @@ private:
     checkAccess(op, addr, bytes, false);
     uint64_t bits = 0;
     std::memcpy(&bits, reinterpret_cast<const void *>(addr), bytes);
-    if (isFloat(d)) {
-      out.f[k] = bitsToFloat(bits, d);
-      return;
-    }
-    int64_t v = (int64_t)bits;
-    if (d == DType::I1)
-      v = bits != 0;
-    out.i[k] = wrapInt(v, d);
+    setElementBits(out, k, bits, d);
   }
 
   void writeElement(const Op &op, uint64_t addr, DType d, const Tile &in, size_t k) {
     int bytes = dtypeBytes(d);
     checkAccess(op, addr, bytes, true);
-    uint64_t bits = isFloat(d) ? floatToBits(in.f[k], d) : (uint64_t)in.i[k];
+    uint64_t bits = elementBits(in, k, d);
     std::memcpy(reinterpret_cast<void *>(addr), &bits, bytes);
   }
 };
@@ -549,26 +564,19 @@ void Program::execAtomic(const Op &op) {
   std::string kind = cas ? "cas" : op.strAttr("kind");
   bool fl = isFloat(d);
   uint64_t widthMask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
-  auto bitsOf = [&](const Tile &t, size_t k) {
-    return (fl ? floatToBits(t.f[k], d) : (uint64_t)t.i[k]) & widthMask;
-  };
-  Tile out;
-  if (fl)
-    out.f.assign(n, 0.0);
-  else
-    out.i.assign(n, 0);
+  Tile out = zeroTile(d, n);
   for (size_t k = 0; k < n; ++k) {
     if (mask && !mask->i[k])
       continue;
     uint64_t addr = (uint64_t)ptr.i[k];
     checkAccess(op, addr, bytes, true);
-    uint64_t operand = bitsOf(v, k);
+    uint64_t operand = elementBits(v, k, d);
     // The new bits from the old ones, computed as the GPU does for each kind.
     auto update = [&](uint64_t old) -> uint64_t {
       if (kind == "xchg")
         return operand;
       if (kind == "cas")
-        return old == bitsOf(*cmp, k) ? operand : old;
+        return old == elementBits(*cmp, k, d) ? operand : old;
       if (kind == "and")
         return old & operand;
       if (kind == "or")
@@ -586,11 +594,7 @@ void Program::execAtomic(const Op &op) {
                                   : (lessThan(a, b, d) ? a : b);
       return (uint64_t)r & widthMask;
     };
-    uint64_t old = atomicUpdate(addr, bytes, update);
-    if (fl)
-      out.f[k] = bitsToFloat(old, d);
-    else
-      out.i[k] = wrapInt((int64_t)old, d);
+    setElementBits(out, k, atomicUpdate(addr, bytes, update), d);
   }
   val(op.result()) = std::move(out);
 }
@@ -630,10 +634,6 @@ void Program::execAtomicAccess(const Op &op) {
   int bytes = dtypeBytes(d);
   size_t n = op.operand(0)->type.numel();
   bool relaxed = op.strAttr("sem") == "relaxed";
-  uint64_t widthMask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
-  auto bitsOf = [&](const Tile &t, size_t k) {
-    return (isFloat(d) ? floatToBits(t.f[k], d) : (uint64_t)t.i[k]) & widthMask;
-  };
   if (op.kind == OpKind::AtomicStore) {
     const Tile &v = val(op.operand(1));
     const Tile *mask = op.operands.size() > 2 ? &val(op.operand(2)) : nullptr;
@@ -641,7 +641,7 @@ void Program::execAtomicAccess(const Op &op) {
       if (mask && !mask->i[k])
         continue;
       checkAccess(op, (uint64_t)ptr.i[k], bytes, true);
-      atomicStoreBits((uint64_t)ptr.i[k], bytes, bitsOf(v, k),
+      atomicStoreBits((uint64_t)ptr.i[k], bytes, elementBits(v, k, d),
                       relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
     }
     return;
@@ -650,19 +650,12 @@ void Program::execAtomicAccess(const Op &op) {
   Tile out;
   if (op.kind == OpKind::AtomicLoad) {
     const Tile *mask = op.operands.size() > 1 ? &val(op.operand(1)) : nullptr;
-    if (isFloat(d))
-      out.f.assign(n, 0.0);
-    else
-      out.i.assign(n, 0);
+    out = zeroTile(d, n);
     for (size_t k = 0; k < n; ++k) {
       if (mask && !mask->i[k])
         continue;
       checkAccess(op, (uint64_t)ptr.i[k], bytes, false);
-      uint64_t bits = atomicLoadBits((uint64_t)ptr.i[k], bytes, order);
-      if (isFloat(d))
-        out.f[k] = bitsToFloat(bits, d);
-      else
-        out.i[k] = d == DType::I1 ? bits != 0 : wrapInt((int64_t)bits, d);
+      setElementBits(out, k, atomicLoadBits((uint64_t)ptr.i[k], bytes, order), d);
     }
   } else { // AtomicPoll
     const Tile &expected = val(op.operand(1));
@@ -676,7 +669,7 @@ void Program::execAtomicAccess(const Op &op) {
       uint64_t addr = (uint64_t)ptr.i[k];
       checkAccess(op, addr, bytes, false);
       for (;;) {
-        if (atomicLoadBits(addr, bytes, order) == bitsOf(expected, k)) {
+        if (atomicLoadBits(addr, bytes, order) == elementBits(expected, k, d)) {
           out.i[k] = 1;
           break;
         }

@@ -70,13 +70,11 @@ void Lowering::lowerHistogram(const Op &op) {
   DType d = xt.dtype;
   for (int r = 0; r < l->numRegs(); ++r) {
     // Counted once (by the element's owner), where 0 <= value < bins and unmasked.
-    std::string v = dtypeBits(d) == 64 ? opReg("cvt.u32.u64", RegClass::B32, {x.regs[r]})
-                                        : x.regs[r];
     // As unsigned, a negative value is past every bin.
-    std::string inside = opReg("setp.lt.u32", RegClass::Pred, {v, imm(bins)});
-    if (dtypeBits(d) == 64) // values past 32 bits are outside too
-      inside = opReg("and.pred", RegClass::Pred,
-                     {inside, opReg("setp.lt.u64", RegClass::Pred, {x.regs[r], imm(bins)})});
+    bool wide = dtypeBits(d) == 64;
+    std::string inside =
+        opReg(wide ? "setp.lt.u64" : "setp.lt.u32", RegClass::Pred, {x.regs[r], imm(bins)});
+    std::string v = wide ? opReg("cvt.u32.u64", RegClass::B32, {x.regs[r]}) : x.regs[r];
     if (!owner.empty())
       inside = opReg("and.pred", RegClass::Pred, {inside, owner});
     if (!mask.regs.empty())

@@ -190,31 +190,44 @@ Lowering::Values Lowering::combineRegion(const Op &op, const Values &lhs, const 
   return {};
 }
 
+// Every operand of a reduce_with or scan_with in layout `l`: register r's
+// values, one per operand; and their types.
+static std::vector<Lowering::Values> operandValues(Lowering &L, const Op &op,
+                                                   const LinearLayout *l,
+                                                   std::vector<DType> &types) {
+  std::vector<Lowering::Values> v(l->numRegs());
+  for (const Value *x : op.operands) {
+    types.push_back(x->type.dtype);
+    TVal t = L.materialize(x, l);
+    for (int r = 0; r < l->numRegs(); ++r)
+      v[r].push_back(t.regs[r]);
+  }
+  return v;
+}
+
+// Result i of `op` from value i of each register in layout `l` (null: a scalar).
+static void bindResults(Lowering &L, const Op &op, const LinearLayout *l,
+                        const std::vector<Lowering::Values> &v) {
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    TVal out{l, {}};
+    for (const Lowering::Values &s : v)
+      out.regs.push_back(s[i]);
+    L.bind(op.result((int)i), out);
+  }
+}
+
 void Lowering::lowerReduceWith(const Op &op) {
   const Type &t = op.operand(0)->type;
-  int axis = (int)op.intAttr("axis");
   const TVal &first = val(op.operand(0));
   const LinearLayout *in =
       first.isTensor() && !first.uniform ? first.layout : defaultLayout(t.shape);
   std::vector<DType> types;
-  std::vector<TVal> xs;
-  for (const Value *v : op.operands) {
-    types.push_back(v->type.dtype);
-    xs.push_back(materialize(v, in));
-  }
-  std::vector<Values> elems(in->numRegs());
-  for (int r = 0; r < in->numRegs(); ++r)
-    for (const TVal &x : xs)
-      elems[r].push_back(x.regs[r]);
+  std::vector<Values> elems = operandValues(*this, op, in, types);
   auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };
   const LinearLayout *out = nullptr;
-  std::vector<Values> parts = reduceAlong(in, axis, elems, types, combine, out);
-  for (size_t i = 0; i < op.results.size(); ++i) {
-    TVal result{out->rank() ? out : nullptr, {}};
-    for (Values &p : parts)
-      result.regs.push_back(p[i]);
-    bind(op.result((int)i), result);
-  }
+  std::vector<Values> parts =
+      reduceAlong(in, (int)op.intAttr("axis"), elems, types, combine, out);
+  bindResults(*this, op, out->rank() ? out : nullptr, parts);
 }
 
 // An inclusive scan of k values per element (elems[r]: register r's values in
@@ -368,23 +381,9 @@ void Lowering::lowerScanWith(const Op &op) {
   int axis = (int)op.intAttr("axis");
   const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
   std::vector<DType> types;
-  std::vector<TVal> xs;
-  for (const Value *x : op.operands) {
-    types.push_back(x->type.dtype);
-    xs.push_back(materialize(x, l));
-  }
-  std::vector<Values> v(l->numRegs());
-  for (int r = 0; r < l->numRegs(); ++r)
-    for (const TVal &x : xs)
-      v[r].push_back(x.regs[r]);
+  std::vector<Values> v = operandValues(*this, op, l, types);
   auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };
-  v = scanAlong(l, axis, op.intAttr("reverse") != 0, v, types, combine);
-  for (size_t i = 0; i < op.results.size(); ++i) {
-    TVal out{l, {}};
-    for (const Values &s : v)
-      out.regs.push_back(s[i]);
-    bind(op.result((int)i), out);
-  }
+  bindResults(*this, op, l, scanAlong(l, axis, op.intAttr("reverse") != 0, v, types, combine));
 }
 
 } // namespace tilec::nvidia

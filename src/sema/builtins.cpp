@@ -685,30 +685,33 @@ SVal catFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 using Combine = std::function<std::vector<Value *>(const std::vector<Value *> &lo,
                                                    const std::vector<Value *> &hi)>;
 
+// The even and odd elements of each tensor's last dim.
+std::pair<std::vector<Value *>, std::vector<Value *>>
+evenAndOdd(Lowerer &l, const std::vector<Value *> &xs, const Span &span) {
+  std::vector<int64_t> pairs = xs[0]->type.shape;
+  pairs.back() /= 2;
+  pairs.push_back(2);
+  std::vector<Value *> even, odd;
+  for (Value *x : xs) {
+    auto [e, o] = splitValues(l, l.reshape(x, pairs, span), span);
+    even.push_back(e);
+    odd.push_back(o);
+  }
+  return {even, odd};
+}
+
 std::vector<Value *> treeReduce(Lowerer &l, std::vector<Value *> xs, int axis, bool keepDims,
                                 const Combine &combine, const Span &span) {
   std::vector<int64_t> shape = xs[0]->type.shape;
   int rank = (int)shape.size();
   std::vector<int64_t> toLast = axisLast(rank, axis);
-  for (Value *&x : xs) {
-    if (x->type.shape != shape)
-      l.error(span, "the tensors reduced together must have one shape, got " + x->type.str() +
-                        " and " + xs[0]->type.str());
+  for (Value *&x : xs)
     x = permuteValue(l, x, toLast);
-  }
   std::vector<int64_t> rest(toLast.size() - 1);
   for (size_t d = 0; d + 1 < toLast.size(); ++d)
     rest[d] = shape[toLast[d]];
   for (int64_t n = shape[axis]; n > 1; n /= 2) {
-    std::vector<int64_t> pairs = rest;
-    pairs.push_back(n / 2);
-    pairs.push_back(2);
-    std::vector<Value *> lo, hi;
-    for (Value *x : xs) {
-      auto [a, b] = splitValues(l, l.reshape(x, pairs, span), span);
-      lo.push_back(a);
-      hi.push_back(b);
-    }
+    auto [lo, hi] = evenAndOdd(l, xs, span);
     xs = combine(lo, hi);
   }
   for (Value *&x : xs) {
@@ -733,9 +736,14 @@ std::pair<std::vector<Value *>, int> reductionInputs(Lowerer &l, const Arg &inpu
       xs.push_back(l.materialize(e, input.span));
   else
     xs.push_back(l.materialize(input.val, input.span));
-  for (Value *&x : xs)
+  for (Value *&x : xs) {
     if (x->type.isScalar())
       x = l.splatTo(x, {1});
+    if (x->type.shape != xs[0]->type.shape)
+      l.error(input.span, std::string(fnName) + "(): the tensors it takes together must have one "
+                                                "shape, got " +
+                              x->type.str() + " and " + xs[0]->type.str());
+  }
   if (!given(axisArg)) {
     for (Value *&x : xs)
       x = l.reshape(x, {x->type.numel()}, input.span);
@@ -790,7 +798,7 @@ Combine jitCombine(Lowerer &l, const SVal &fnArg, const Span &fnSpan, size_t k, 
 // op gone) when the combine function uses anything but elementwise ops, which
 // only the tree of whole-tensor steps can run.
 Op *withCombineRegion(Lowerer &l, OpKind kind, const std::vector<Value *> &xs,
-                      std::vector<Type> resultTypes, const Combine &combine, const Span &span) {
+                      std::vector<Type> resultTypes, const Combine &combine) {
   Block *outer = l.b_.block();
   Op *op = l.b_.create(kind, xs, std::move(resultTypes), 1);
   Block *body = op->regions[0].get();
@@ -822,13 +830,9 @@ SVal reduceWithCombine(Lowerer &l, std::vector<Value *> xs, int axis, bool keep,
   std::vector<int64_t> shape = xs[0]->type.shape, rest = shape;
   rest.erase(rest.begin() + axis);
   std::vector<Type> types;
-  for (Value *x : xs) {
-    if (x->type.shape != shape)
-      l.error(span, "the tensors reduced together must have one shape, got " + x->type.str() +
-                        " and " + xs[0]->type.str());
+  for (Value *x : xs)
     types.push_back(x->type.withShape(rest));
-  }
-  Op *op = withCombineRegion(l, OpKind::ReduceWith, xs, types, combine, span);
+  Op *op = withCombineRegion(l, OpKind::ReduceWith, xs, types, combine);
   if (!op)
     return reductionResult(treeReduce(l, xs, axis, keep, combine, span), tuple);
   op->setAttr("axis", (int64_t)axis);
@@ -852,7 +856,7 @@ SVal reduceFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return reduceWithCombine(l, xs, axis, keep, combine, call.span, a[0]->val.kind == SVal::Tuple);
 }
 
-// xor_sum and reduce_or: the tree with one bitwise op.
+// xor_sum and reduce_or: a reduction whose combine is one bitwise op.
 SVal bitwiseReduce(Lowerer &l, Args &a, const Expr &call, OpKind op, const char *fnName) {
   auto [xs, axis] = reductionInputs(l, *a[0], a[1], fnName);
   if (!isInteger(xs[0]->type.dtype) && xs[0]->type.dtype != DType::I1)
@@ -925,15 +929,7 @@ ScanLevel scanLastDim(Lowerer &l, const std::vector<Value *> &xs, const Combine 
   int64_t n = shape.back();
   if (n == 1)
     return {xs, xs};
-  std::vector<int64_t> pairs = shape;
-  pairs.back() = n / 2;
-  pairs.push_back(2);
-  std::vector<Value *> even, odd;
-  for (Value *x : xs) {
-    auto [e, o] = splitValues(l, l.reshape(x, pairs, span), span);
-    even.push_back(e);
-    odd.push_back(o);
-  }
+  auto [even, odd] = evenAndOdd(l, xs, span);
   ScanLevel sums = scanLastDim(l, combine(even, odd), combine, span);
   // Element 2i is the pairs before it combined with it (just itself for i = 0).
   std::vector<int64_t> half = sums.inclusive[0]->type.shape;
@@ -957,13 +953,10 @@ ScanLevel scanLastDim(Lowerer &l, const std::vector<Value *> &xs, const Combine 
 std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bool reverse,
                                const Combine &combine, const Span &span) {
   std::vector<Type> types;
-  for (Value *x : xs) {
-    if (x->type.shape != xs[0]->type.shape)
-      l.error(span, "the tensors scanned together must have one shape");
+  for (Value *x : xs)
     types.push_back(x->type);
-  }
   // One scan_with op when the combine function is elementwise, else the tree.
-  if (Op *op = withCombineRegion(l, OpKind::ScanWith, xs, types, combine, span)) {
+  if (Op *op = withCombineRegion(l, OpKind::ScanWith, xs, types, combine)) {
     op->setAttr("axis", (int64_t)axis);
     op->setAttr("reverse", (int64_t)reverse);
     std::vector<Value *> out;
@@ -973,11 +966,8 @@ std::vector<Value *> scanAlong(Lowerer &l, std::vector<Value *> xs, int axis, bo
   }
   int rank = xs[0]->type.rank();
   std::vector<int64_t> toLast = axisLast(rank, axis), back = inverseOrder(toLast);
-  for (Value *&x : xs) {
-    if (x->type.shape != xs[0]->type.shape)
-      l.error(span, "the tensors scanned together must have one shape");
+  for (Value *&x : xs)
     x = permuteValue(l, x, toLast);
-  }
   auto flipLast = [&](Value *x) { return flipValue(l, x, x->type.rank() - 1, span); };
   if (reverse)
     for (Value *&x : xs)
@@ -1030,7 +1020,7 @@ SVal cumprodFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 }
 
 // --- tl.sort and tl.topk: Triton's bitonic network on the last dim, one op.
-Value *bitonicSort(Lowerer &l, Value *x, bool descending, const Span &span, bool mergeOnly) {
+Value *bitonicSort(Lowerer &l, Value *x, bool descending, bool mergeOnly) {
   Op *op = l.b_.create(OpKind::Sort, {x}, {x->type});
   op->setAttr("descending", (int64_t)descending);
   op->setAttr("merge_only", (int64_t)mergeOnly);
@@ -1065,7 +1055,7 @@ SVal sortOrTopk(Lowerer &l, Value *x, const std::optional<Arg> &dimArg, bool des
   if ((x->type.shape[dim] & (x->type.shape[dim] - 1)) != 0)
     l.error(span, std::string(fnName) + "(): the dim's size must be a power of 2, got " +
                       std::to_string(x->type.shape[dim]));
-  Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, span, mergeOnly);
+  Value *y = bitonicSort(l, permuteValue(l, x, toLast), descending, mergeOnly);
   if (k > 0) {
     if (k > y->type.shape.back() || (k & (k - 1)))
       l.error(span, std::string(fnName) + "(): k must be a power of 2 no larger than the dim, got " +
