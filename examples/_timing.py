@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from tilec.jit import interpreting
+from tilec.runtime.launch import interpreting
 
 try:
     import torch

@@ -14,10 +14,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import tilec  # noqa: E402
-import tilec.jit  # noqa: E402,F401
+import tilec.runtime.jit  # noqa: E402,F401
 
 # The module, not tilec.jit the decorator.
-jitmod = sys.modules["tilec.jit"]
+jitmod = sys.modules["tilec.runtime.jit"]
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def assemble_for_gpus(run_on_host):
         specs, _, _, _ = fn._specialize(values)
         for arch in ("sm_80", "sm_90a"):
             try:
-                kernel = fn._compile(specs, arch, jitmod._gpu_options(options))
+                kernel = fn._compile(specs, arch, tilec.runtime.launch.gpu_options(options))
             except tilec.CompilationError as e:
                 if f"is not supported on {arch}" in str(e) and arch != "sm_90a":
                     continue  # fp8 on sm_80: a clear error, as Triton gives

@@ -12,7 +12,7 @@ import pytest
 
 import tilec
 import tilec.language as tl
-from tilec.autotuner import Autotuner, AutotunerError, Heuristics
+from tilec.runtime.autotuner import Autotuner, AutotunerError, Heuristics
 
 
 @tilec.jit
@@ -143,7 +143,17 @@ def test_autotuner_attributes():
     kernel.run(x, np.zeros_like(x), 10, grid=lambda meta: seen.update(kernel.nargs) or (1,))
     assert seen["n"] == 10 and kernel.nargs is None
     with pytest.raises(ValueError, match="'m' is not an argument"):
-        tilec.autotune(BLOCKS, key=["m"])(add_one_kernel)
+        tilec.autotune(BLOCKS, key=["n"], reset_to_zero=["m"])(add_one_kernel)
+
+
+def test_key_naming_no_argument_is_ignored():
+    """As in Triton (tutorial 08 keys on a name its kernel lacks): left out of the key."""
+    kernel, bench = counted(BLOCKS, key=["n", "no_such_argument"])
+    x = np.arange(10, dtype=np.float32)
+    out = np.zeros_like(x)
+    kernel[lambda meta: (tilec.cdiv(10, meta["BLOCK"]),)](x, out, 10)
+    np.testing.assert_array_equal(out, x + 1)
+    assert list(kernel.cache) == [(10, "float32", "float32")]
 
 
 def test_tensor_in_key_is_keyed_by_shape_and_dtype():
@@ -560,8 +570,7 @@ def triton_alias():
     tilec.compat.install()
     import triton
     yield triton
-    for name in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:
-        del sys.modules[name]
+    tilec.compat.uninstall()
     sys.modules.update(saved)
 
 

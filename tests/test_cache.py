@@ -14,7 +14,7 @@ import pytest
 
 import tilec
 from tilec import _C
-from tilec import cache
+from tilec.compiler import cache
 
 pytestmark = pytest.mark.skipif(not _C.find_ptxas(), reason="ptxas not found")
 
@@ -172,7 +172,7 @@ def test_a_change_misses(cache_dir, kernels, change):
 
 
 def test_key_reaches_callees_through_callees(kernels):
-    assert cache.reached_functions(kernels.kernel) == [kernels.kernel, kernels.scaled,
+    assert kernels.kernel.reached_functions() == [kernels.kernel, kernels.scaled,
                                                        kernels.twice]
 
 

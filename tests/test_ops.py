@@ -2581,6 +2581,7 @@ def test_compat_triton_alias(rng, monkeypatch):
 
     for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
         monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # install() adds its finder
     tilec.compat.install()
     import triton
     import triton.language as tl2

@@ -225,6 +225,5 @@ def test_compat_triton_testing_and_version():
         assert tilec.__version__ == "0.1.0"
         assert triton.jit is tilec.jit and triton.cdiv(5, 2) == 3
     finally:
-        for name in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:
-            del sys.modules[name]
+        tilec.compat.uninstall()
         sys.modules.update(saved)

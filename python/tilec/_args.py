@@ -1,9 +1,11 @@
 """How launch arguments reach a kernel: which are specialized and how, their
 data pointers and the memory each may touch."""
 
+import operator
+
 import numpy as np
 
-from . import language as tl
+from .language import core as tl
 
 # numpy and torch dtype names -> Tile IR element types.
 _DTYPES = {
@@ -17,6 +19,12 @@ _DTYPES = {
 
 def _torch_dtype_name(dtype):
     return str(dtype).replace("torch.", "")
+
+
+def _is_torch_tensor(value):
+    """A torch tensor (a Parameter, one that requires grad, a view...), found
+    without touching attributes that such tensors refuse (__cuda_array_interface__)."""
+    return hasattr(value, "data_ptr") and hasattr(value, "untyped_storage")
 
 
 def is_constexpr(value):
@@ -47,16 +55,19 @@ def from_dlpack(value):
     others); anything else unchanged."""
     if (hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
             and not isinstance(value, np.ndarray) and not hasattr(value, "data_ptr")
-            and not hasattr(value, "__cuda_array_interface__")):
+            and not is_tensor(value)):
         import torch
         return torch.from_dlpack(value)
     return value
 
 
 def is_tensor(value):
-    return isinstance(value, np.ndarray) or (
-        hasattr(value, "data_ptr") and hasattr(value, "dtype")
-    ) or hasattr(value, "__cuda_array_interface__")
+    if isinstance(value, np.ndarray) or (hasattr(value, "data_ptr") and hasattr(value, "dtype")):
+        return True
+    try:
+        return hasattr(value, "__cuda_array_interface__")
+    except RuntimeError:  # torch refuses it for tensors that require grad
+        return False
 
 
 def is_descriptor(value):
@@ -68,6 +79,8 @@ def element_type(value, name):
     """The Tile IR element type of a numpy array, torch tensor or CUDA array."""
     if isinstance(value, np.ndarray):
         key = value.dtype.name
+    elif as_dtype(getattr(value, "dtype", None)) is not None:  # reinterpret(x, tl.float8e5)
+        return as_dtype(value.dtype)._tilec_dtype
     elif hasattr(value, "data_ptr"):
         key = _torch_dtype_name(value.dtype)
     else:
@@ -104,7 +117,7 @@ def memory_range(value):
 def device_of(value):
     if isinstance(value, np.ndarray):
         return "cpu"
-    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "data_ptr"):
+    if not hasattr(value, "data_ptr") and hasattr(value, "__cuda_array_interface__"):
         from . import _C
         device = _C.pointer_device(data_pointer(value))
         return f"cuda:{max(device, 0)}"
@@ -147,7 +160,7 @@ def specialize(name, value, constexpr_param, specialize_ints):
     if isinstance(value, bool):
         return ("bool",), int(value)
     if isinstance(value, (int, np.integer)):
-        value = int(value)
+        value = int(value)  # np.int64 and the like are ints
         if specialize_ints and value == 1:
             return ("constexpr", 1), None
         divisible = 16 if specialize_ints and value % 16 == 0 else 1
@@ -200,3 +213,50 @@ def _hashable(value):
     if isinstance(value, tuple):
         return tuple(_hashable(v) for v in value)
     return value
+
+
+# The largest grid CUDA launches: x up to 2**31 - 1, y and z up to 65535.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def normalize_grid(name, grid, values):
+    """The launch grid as three ints: from a tuple, a list, an int or a callable
+    of the meta-parameters; numpy and torch integers count as ints."""
+    if callable(grid):
+        grid = grid(values)
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    try:
+        dims = tuple(operator.index(g) for g in grid)
+    except TypeError:
+        dims = None
+    if dims is None or not 1 <= len(dims) <= 3:
+        raise ValueError(f"{name}: the grid must be 1 to 3 ints, got {grid!r}")
+    if any(g < 0 for g in dims):
+        raise ValueError(f"{name}: grid dimensions must not be negative: {grid!r}")
+    for axis, (g, limit) in enumerate(zip(dims, GRID_LIMITS)):
+        if g > limit:
+            raise ValueError(f"{name}: grid dimension {axis} is {g}, more than the {limit} "
+                             f"a launch may have along {'xyz'[axis]}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def flatten_runtime(args):
+    """The runtime values of a direct launch's arguments: tensors by pointer,
+    descriptors as pointer, shape and strides, tuples flattened, None and
+    strings dropped."""
+    out = []
+
+    def add(a):
+        if isinstance(a, tuple):
+            for v in a:
+                add(v)
+        elif is_tensor(a):
+            out.append(data_pointer(a))
+        elif is_descriptor(a):
+            out.extend([data_pointer(a.base), *a.shape, *a.strides])
+        elif not (a is None or isinstance(a, str)):
+            out.append(a)
+
+    for a in args:
+        add(a)
+    return out

@@ -1,102 +1,124 @@
-"""``import tilec.compat`` makes ``import triton``, ``import triton.language``,
-``import triton.testing`` (and the other modules below) give tilec, so existing
-Triton code runs unchanged.
+"""``import tilec.compat`` makes ``import triton`` and every ``triton.X`` module
+give tilec's ``tilec.X``, so existing Triton code runs unchanged.
 
-`triton` is not tilec's module itself but a thin module in front of it
-(`triton_module`): every name is looked up in tilec (and assigned there), except
-`__version__`, which is Triton's version that tilec follows (TRITON_VERSION),
-so that libraries checking ``triton.__version__ >= "3"`` accept it, while
-``tilec.__version__`` stays tilec's own. Hence ``triton is not tilec``, but
-``triton.jit is tilec.jit``. `triton.runtime` is such a module in front of
-tilec.runtime, with the autotuner's names added (``triton.runtime.Autotuner``,
-``triton.runtime.autotuner``), as in Triton.
+tilec's package mirrors Triton's module names (language, runtime, compiler,
+backends, testing, tools, knobs, profiler), so the alias is a name mapping, not
+a list of patched names: an import finder answers ``triton.X`` with the module
+``tilec.X`` itself (``triton.runtime.jit is tilec.runtime.jit``). A ``triton.X``
+that tilec has no module for is an ImportError that names the alias.
+
+`triton` alone is a thin module in front of tilec: every name is tilec's
+(assignments go there too), except `__version__`, the Triton release whose API
+tilec follows (TRITON_VERSION), so that libraries checking
+``triton.__version__`` accept it while ``tilec.__version__`` stays tilec's own.
 """
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 
 import tilec
-import tilec.autotuner
-import tilec.compiler
-import tilec.language
-import tilec.runtime
-import tilec.testing
-import tilec.tools
-import tilec.tools.tensor_descriptor
 
 # The Triton release whose Python API tilec follows.
 TRITON_VERSION = "3.6.0"
 
 
-class _Alias(types.ModuleType):
-    """A module named `name` whose names are those of `target` (a tilec module),
-    plus its own `extra` ones."""
+class _TopModule(types.ModuleType):
+    """`triton`: tilec's names, Triton's version."""
 
-    def __init__(self, name, target, extra):
-        super().__init__(name, target.__doc__)
-        own = {"__file__": target.__file__, "__path__": target.__path__,
-               "__spec__": target.__spec__, "__package__": name, "_target": target, **extra}
+    def __init__(self):
+        super().__init__("triton", tilec.__doc__)
+        own = {"__file__": tilec.__file__, "__path__": [], "__package__": "triton",
+               "__version__": TRITON_VERSION}
         for key, value in own.items():
             super().__setattr__(key, value)
 
-    def __getattr__(self, name):  # what is not the module's own comes from its target
-        target = self.__dict__["_target"]
+    def __getattr__(self, name):  # what is not the module's own comes from tilec
         if name == "__all__":  # for `from triton import *`
-            return [n for n in dir(target) if not n.startswith("_")]
-        return getattr(target, name)
+            return [n for n in dir(tilec) if not n.startswith("_")]
+        return getattr(tilec, name)
 
     def __setattr__(self, name, value):
         # An assignment (a test's monkeypatch) changes tilec, as when `triton`
-        # was tilec itself; but a submodule bound by `import triton.x` stays here.
-        if name.startswith("__") or name in self.__dict__ or (
-                isinstance(value, types.ModuleType) and value.__name__.startswith("triton.")):
+        # was tilec itself; the import system binding a submodule changes nothing.
+        if name.startswith("__") or name in self.__dict__:
             super().__setattr__(name, value)
-        else:
-            setattr(self._target, name, value)
+        elif not (isinstance(value, types.ModuleType) and getattr(tilec, name, None) is value):
+            setattr(tilec, name, value)
 
     def __delattr__(self, name):
         if name in self.__dict__:
             super().__delattr__(name)
         else:
-            delattr(self._target, name)
+            delattr(tilec, name)
 
     def __repr__(self):
-        return f"<module '{self.__name__}' (tilec's '{self._target.__name__}')>"
+        return "<module 'triton' (tilec, through tilec.compat)>"
 
     def __dir__(self):
-        return sorted(set(dir(self._target)) | set(self.__dict__) - {"_target"})
+        return sorted(set(dir(tilec)) | set(self.__dict__))
 
 
-# `triton.runtime` has the autotuner's names too, as Triton's does.
-_runtime = _Alias("triton.runtime", tilec.runtime, {
-    "autotuner": tilec.autotuner, "Autotuner": tilec.autotuner.Autotuner,
-    "Heuristics": tilec.autotuner.Heuristics, "Config": tilec.Config,
-    "autotune": tilec.autotune, "heuristics": tilec.heuristics,
-    "JITFunction": tilec.JITFunction,
-})
+triton_module = _TopModule()
 
-triton_module = _Alias("triton", tilec, {"__version__": TRITON_VERSION, "runtime": _runtime})
 
-_ALIASES = {
-    "triton": triton_module,
-    "triton.language": tilec.language,
-    "triton.runtime": _runtime,
-    "triton.runtime.driver": tilec.runtime.driver,
-    "triton.runtime.autotuner": tilec.autotuner,
-    "triton.compiler": tilec.compiler,
-    "triton.testing": tilec.testing,
-    "triton.tools": tilec.tools,
-    "triton.tools.tensor_descriptor": tilec.tools.tensor_descriptor,
-    "triton.language.math": tilec.language.math,
-    "triton.language.extra": tilec.language.extra,
-    "triton.language.extra.cuda": tilec.language.extra.cuda,
-    "triton.language.extra.cuda.libdevice": tilec.language.extra.cuda.libdevice,
-}
+class _ExistingModule(importlib.abc.Loader):
+    """Loads `triton.X` as the already imported `tilec.X`."""
+
+    def __init__(self, module):
+        self.module = module
+        self.spec = module.__spec__
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        module.__spec__ = self.spec  # the import system set the alias's spec; keep tilec's
+
+
+class _TritonFinder(importlib.abc.MetaPathFinder):
+    """Answers `triton.X` imports with `tilec.X`."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "triton" and not fullname.startswith("triton."):
+            return None
+        if fullname == "triton":
+            module = triton_module
+        else:
+            name = "tilec" + fullname[len("triton"):]
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name != name:
+                    raise
+                raise ModuleNotFoundError(
+                    f"No module named '{fullname}': `import tilec.compat` makes `triton` tilec, "
+                    f"and tilec has no module '{name}'", name=fullname) from None
+        spec = importlib.machinery.ModuleSpec(fullname, _ExistingModule(module),
+                                              is_package=hasattr(module, "__path__"))
+        return spec
+
+
+_finder = _TritonFinder()
 
 
 def install():
-    """Points the `triton` modules at tilec's, replacing any imported before."""
-    sys.modules.update(_ALIASES)
+    """Points `triton` and its modules at tilec's, replacing any imported before."""
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        del sys.modules[name]
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    sys.modules["triton"] = triton_module
 
 
 install()
+
+
+def uninstall():
+    """Undoes install(): `triton` imports find the real Triton again, if installed."""
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        del sys.modules[name]

@@ -16,5 +16,24 @@ class CompilationError(Exception):
         self.error = match.group(4) if match else message
 
 
-class KernelError(RuntimeError):
+class CompileTimeAssertionFailure(CompilationError):
+    """A ``tl.static_assert`` failed while the kernel compiled."""
+
+
+class UnsupportedLanguageConstruct(CompilationError):
+    """The kernel uses Python that the kernel language does not have."""
+
+
+def compilation_error(message):
+    """The CompilationError (or the subclass) for a compiler's message."""
+    if "error: static assertion failed" in message.split("\n", 1)[0]:
+        return CompileTimeAssertionFailure(message)
+    return CompilationError(message)
+
+
+class InterpreterError(RuntimeError):
+    """A kernel failed while the CPU backend ran it (Triton's name, from its interpreter)."""
+
+
+class KernelError(InterpreterError):
     """A kernel failed while it ran (an access out of bounds, a device_assert)."""

@@ -7,9 +7,9 @@ Written in the kernel language itself: each function is a @jit helper that a
 kernel calls as ``tl.rand(seed, offsets)``.
 """
 
-import tilec.language as tl
+from . import core as tl
 
-from ..jit import jit
+from ..runtime.jit import jit
 
 # Philox-4x32's multipliers and its Weyl-sequence key increments.
 MULTIPLIER_0 = 0xD2511F53

@@ -1,9 +1,9 @@
 """Helpers of Triton's standard library that are written in the kernel
 language itself (as tl.rand is, in random.py)."""
 
-import tilec.language as tl
+from . import core as tl
 
-from ..jit import jit
+from ..runtime.jit import jit
 
 
 @jit

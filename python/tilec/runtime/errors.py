@@ -1,4 +1,6 @@
-"""Errors of the runtime."""
+"""``triton.runtime.errors``: errors of the runtime."""
+
+from ..errors import InterpreterError, KernelError  # noqa: F401
 
 
 class OutOfResources(RuntimeError):
@@ -10,3 +12,7 @@ class OutOfResources(RuntimeError):
             f"out of resource: {name}, required: {required}, hardware limit: {limit}. "
             "Reducing block sizes or `num_stages` may help."
         )
+
+
+class PTXASError(RuntimeError):
+    """The PTX assembler refused a kernel."""

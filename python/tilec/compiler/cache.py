@@ -1,6 +1,6 @@
-"""The on-disk cache of compiled GPU kernels: the key of a kernel, and the
-compile that looks there first. A second process compiling the same kernel
-reads its PTX and cubin back instead of running ptxas.
+"""The on-disk cache of compiled GPU kernels: the key of a kernel (the compile
+that looks there first is compiler.gpu_kernel). A second process compiling the
+same kernel reads its PTX and cubin back instead of running ptxas.
 
 The key is a hash of everything the cubin depends on, so an entry is never
 stale: the compiler build, the assembler, the kernel's source and its @jit
@@ -12,17 +12,16 @@ checks are in src/runtime/disk_cache.h and gpu_kernel.h.
 
 import functools
 import os
-import types
 
-from . import _C
-from ._args import as_dtype
+from .. import _C
+from .._args import as_dtype
+from .._version import __version__
 
 
 @functools.lru_cache(maxsize=None)
 def compiler_version():
     """tilec's version and a hash of the _C extension's bytes, read once per
     process: a rebuilt compiler never reads what an older build wrote."""
-    from . import __version__
     with open(_C.__file__, "rb") as f:
         return f"{__version__}+{_C.hash_hex(f.read())}"
 
@@ -54,38 +53,6 @@ def canonical(value):
     return f"{type(value).__name__}:{value!r}"
 
 
-def _names_used(code):
-    """The global and closure names a function's code (and code nested in it) uses."""
-    names = list(code.co_names) + list(code.co_freevars)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names += _names_used(const)
-    return names
-
-
-def reached_functions(kernel):
-    """`kernel` and every @jit function it reaches through the names its code
-    uses, each once, in the order first met (depth first)."""
-    from . import language as tl
-    from .jit import JITFunction
-    order, seen = [], set()
-
-    def visit(fn):
-        if id(fn) in seen:
-            return
-        seen.add(id(fn))
-        order.append(fn)
-        for name in _names_used(fn.fn.__code__):
-            found, value = fn._lookup(name)
-            if not (found and isinstance(value, JITFunction)):
-                value = getattr(tl, name, None)  # tl.rand: a language helper, an attribute
-            if isinstance(value, JITFunction):
-                visit(value)
-
-    visit(kernel)
-    return order
-
-
 def gpu_kernel_key(kernel, compiled, specs, globals_read, arch, options):
     """The disk cache key of `kernel` (a JITFunction) compiled with `specs` for
     `arch`: 32 hex digits."""
@@ -97,7 +64,7 @@ def gpu_kernel_key(kernel, compiled, specs, globals_read, arch, options):
         "options=" + canonical(tuple(sorted(options.items()))),
         "specs=" + canonical(specs),
     ]
-    for fn in reached_functions(kernel):
+    for fn in kernel.reached_functions():
         parts.append(f"source {fn.__module__}.{fn.__name__} {fn.filename}:{fn.first_line}")
         parts.append(fn.src)
     for fn, name, value in globals_read:
@@ -105,20 +72,3 @@ def gpu_kernel_key(kernel, compiled, specs, globals_read, arch, options):
     parts.append(compiled.ir)
     # Each part's length first, so that no two different lists join to one text.
     return _C.hash_hex("".join(f"{len(p)}:{p}\n" for p in parts))
-
-
-def gpu_kernel(kernel, compiled, specs, globals_read, arch, options):
-    """compile_gpu through the disk cache: read back when stored, else compiled
-    and stored. Only kernels with a cubin are stored: re-emitting PTX for the
-    driver's JIT costs a few milliseconds, and a cubin is what ptxas costs."""
-    from .compiler import compile_gpu
-    if not _C.cache_dir():
-        return compile_gpu(compiled, arch, options)
-    key = gpu_kernel_key(kernel, compiled, specs, globals_read, arch, options)
-    gpu = _C.load_gpu_kernel(key)
-    if gpu is not None:
-        return gpu
-    gpu = compile_gpu(compiled, arch, options)
-    if gpu.cubin:
-        _C.store_gpu_kernel(key, gpu)
-    return gpu

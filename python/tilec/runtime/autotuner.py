@@ -25,10 +25,13 @@ import os
 import time
 import warnings
 
-from . import _args
-from .errors import CompilationError
-from .jit import JITFunction, interpreting
-from .runtime.errors import OutOfResources
+from .. import _C, _args, testing
+from ..backends.nvidia.driver import CudaDriver, arch_of
+from ..compiler.cache import compiler_version
+from ..errors import CompilationError
+from .errors import OutOfResources
+from .jit import JITFunction, KernelInterface
+from .launch import interpreting
 
 # Errors that rule a config out instead of failing the launch, as in Triton.
 _CONFIG_ERRORS = (OutOfResources, CompilationError)
@@ -107,7 +110,7 @@ def _print_enabled():
                for name in ("TILEC_PRINT_AUTOTUNING", "TRITON_PRINT_AUTOTUNING"))
 
 
-class _KernelWrapper:
+class _KernelWrapper(KernelInterface):
     """What Autotuner and Heuristics have in common: launched like a @jit kernel."""
 
     def _init_wrapper(self, fn, arg_names):
@@ -118,12 +121,6 @@ class _KernelWrapper:
         self.__doc__ = self.base_fn.__doc__
         self._defaults = {p.name: p.default for p in _jit_function(fn).params
                           if p.default is not inspect.Parameter.empty}
-
-    def __getitem__(self, grid):
-        """``kernel[grid](*args, **kwargs)``."""
-        def launch(*args, **kwargs):
-            return self.run(*args, grid=grid, **kwargs)
-        return launch
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"'{self.__name__}' is a @jit kernel: launch it with "
@@ -177,7 +174,8 @@ class Autotuner(_KernelWrapper):
         self._init_wrapper(fn, arg_names)
         self.configs = list(configs) if configs else [Config({})]
         self.keys = [key] if isinstance(key, str) else list(key)
-        for name in self.keys + list(reset_to_zero or ()) + list(restore_value or ()):
+        # A key that names no argument is left out of the tuning key, as in Triton.
+        for name in list(reset_to_zero or ()) + list(restore_value or ()):
             if name not in self.arg_names:
                 raise ValueError(f"autotune of '{self.__name__}': '{name}' is not an argument "
                                  f"of the kernel (it has {', '.join(self.arg_names)})")
@@ -340,7 +338,6 @@ class Autotuner(_KernelWrapper):
     def _do_bench(self, device):
         if self.user_do_bench is not None:
             return self.user_do_bench
-        from . import testing
         if self.use_cuda_graph:
             rep = self.num_reps if self.num_reps is not None else 100
             return lambda fn, quantiles: testing.do_bench_cudagraph(
@@ -414,8 +411,6 @@ class _DiskCache:
     configs and device. A file that cannot be read is ignored (and rewritten)."""
 
     def __init__(self, tuner, key, configs, device):
-        from . import _C
-        from .cache import compiler_version, reached_functions
         self.configs = configs
         self.directory = _C.cache_dir()
         # Hooks cannot be told apart on disk, so configs with one are always timed.
@@ -424,7 +419,7 @@ class _DiskCache:
             return
         kernel = _jit_function(tuner.fn)
         parts = ["tilec-autotune", compiler_version(), _device_identity(device), str(key)]
-        parts += [fn.src for fn in reached_functions(kernel)]
+        parts += [fn.src for fn in kernel.reached_functions()]
         parts += [repr(c) for c in configs]
         digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
         self.name = kernel.__name__
@@ -471,13 +466,13 @@ def _device_identity(device):
     """The device the timings were taken on: 'cpu', or the GPU's name and arch."""
     if device != "cuda":
         return "cpu"
-    from .runtime import driver
-    index = driver.active.get_current_device()
+    driver = CudaDriver()
+    index = driver.get_current_device()
     name = ""
-    interface = driver.active.get_device_interface()  # torch.cuda, when torch is there
+    interface = driver.get_device_interface()  # torch.cuda, when torch is there
     if interface is not None:
         name = interface.get_device_name(index)
-    return f"cuda|{name}|{driver.arch_of(index)}"
+    return f"cuda|{name}|{arch_of(index)}"
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,

@@ -1,35 +1,20 @@
-"""``@tilec.jit``: a kernel written in Triton's language, compiled by tilec's
-C++ compiler on first launch for each specialization, and run over a grid."""
+"""``triton.runtime.jit``: ``@jit``, a kernel written in Triton's language,
+compiled by tilec's C++ compiler on first launch for each specialization, and
+run over a grid; the tensor wrappers Triton's tests use (`reinterpret`)."""
 
+import importlib
 import inspect
-import os
 import textwrap
 import threading
 import types
 
-from . import _args
-from . import _C
-from . import language as tl
-from .errors import CompilationError, KernelError
-
-# Keyword arguments of a launch that configure it rather than feed the kernel.
-LAUNCH_OPTIONS = (
-    "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
-    "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
-    "num_threads", "launch_pdl",
-)
-
-# Launch options that change the compiled code, with Triton's defaults.
-DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False,
-                       "maxnreg": None}
-
-
-def interpreting():
-    """TILEC_INTERPRET=1 (or TRITON_INTERPRET=1): every launch runs on the CPU backend."""
-    for name in ("TILEC_INTERPRET", "TRITON_INTERPRET"):
-        if os.environ.get(name, "0") not in ("", "0"):
-            return True
-    return False
+from .. import _args
+from .. import _C
+from ..compiler.compiler import DEFAULT_GPU_OPTIONS, CompiledKernel, gpu_kernel
+from ..errors import compilation_error
+from ..language import core as tl
+from . import launch
+from .launch import LAUNCH_OPTIONS, gpu_options
 
 
 def _is_constexpr_annotation(annotation):
@@ -48,71 +33,17 @@ def _module_name(module):
     return name
 
 
+def _names_used(code):
+    """The global and closure names a function's code (and code nested in it) uses."""
+    names = list(code.co_names) + list(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _names_used(const)
+    return names
+
+
 # The constexpr globals the compile in progress (on this thread) has read.
 _globals_read = threading.local()
-
-
-class CompiledKernel:
-    """One compiled specialization of a kernel: its IR, and for a GPU target its
-    PTX, cubin and the metadata Triton users read (``n_regs``, ``metadata.shared``)."""
-
-    def __init__(self, compiled, spec, gpu=None, options=None):
-        options = {**DEFAULT_GPU_OPTIONS, **(options or {})}
-        self._compiled = compiled
-        self.gpu = gpu
-        self.ir_target = "cpu"  # what tl.target_info answered, if the kernel asked
-        self.name = compiled.name
-        self.spec = spec
-        self.asm = {"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}
-        self.metadata = types.SimpleNamespace(
-            name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
-            shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
-        )
-        self.n_regs = 0
-        self.n_spills = 0
-        self.compile_ms = compiled.compile_ms
-        self.globals_read = []  # (JITFunction, name, value) the kernel was compiled with
-        self.function = None
-        if gpu is not None:
-            self.asm["tilegpu"] = gpu.gpu_ir
-            self.asm["ptx"] = gpu.ptx
-            if gpu.cubin:
-                self.asm["cubin"] = gpu.cubin
-            self.metadata.backend = "cuda"
-            self.metadata.target = gpu.arch
-            self.metadata.shared = gpu.shared
-            self.metadata.num_stages = gpu.num_stages
-            self.n_regs = max(gpu.n_regs, 0)
-            self.n_spills = gpu.n_spills
-            if not gpu.from_cache:  # else its times are those of the process that compiled it
-                self.compile_ms = compiled.compile_ms + gpu.emit_ms + gpu.assemble_ms
-
-    def _init_handles(self, device=None):
-        """Loads the module on the device (Triton's name for it); sets n_regs."""
-        if self.gpu is None or self.function is not None:
-            return
-        if device is None:
-            from .runtime import driver
-            device = driver.active.get_current_device()
-        self.gpu.load(device)
-        self.n_regs = max(self.gpu.n_regs, 0)
-        self.function = self.gpu
-
-    def __getitem__(self, grid):
-        """``compiled[grid](*args)``: launches this specialization directly."""
-        def launch(*args, stream=None):
-            from .launch import launch_compiled
-            return launch_compiled(self, grid, args, stream)
-        return launch
-
-    def globals_unchanged(self):
-        for fn, name, value in self.globals_read:
-            found, now = fn._lookup(name)
-            if _args.is_constexpr(now):
-                now = now.value
-            if not found or _args._hashable(now) != value:
-                return False
-        return True
 
 
 class _Cache(dict):
@@ -127,7 +58,15 @@ class _Cache(dict):
         self._launcher.clear()
 
 
-class JITFunction:
+class KernelInterface:
+    """What can be launched as ``kernel[grid](*args)``: a @jit function, or an
+    autotuner or heuristics around one."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+
+class JITFunction(KernelInterface):
     """A kernel. Launch it with ``kernel[grid](*args, **kwargs)``."""
 
     def __init__(self, fn, do_not_specialize=(), **options):
@@ -189,14 +128,33 @@ class JITFunction:
             return ("constexpr", const)
         module = getattr(value, "__module__", None) or ""
         if module.startswith("tilec.language") and hasattr(value, "__name__"):
-            where = ("triton.language.target_info" if module == "tilec.language.target_info"
-                     else "triton.language")
-            return ("builtin", where, value.__name__)
+            return ("builtin", _BUILTIN_MODULES.get(module, "triton.language"), value.__name__)
         if isinstance(value, tl._KernelOnly):
             return ("builtin", "triton.language", value.__name__)
         if callable(value):
             return ("object", f"Python function '{name}' (it is not @jit)")
         return ("object", f"'{name}', a Python {type(value).__name__}")
+
+    def reached_functions(self):
+        """This kernel and every @jit function it reaches through the names its
+        code uses, each once, in the order first met (depth first)."""
+        language = importlib.import_module("tilec.language")
+        order, seen = [], set()
+
+        def visit(fn):
+            if id(fn) in seen:
+                return
+            seen.add(id(fn))
+            order.append(fn)
+            for name in _names_used(fn.fn.__code__):
+                found, value = fn._lookup(name)
+                if not (found and isinstance(value, JITFunction)):
+                    value = getattr(language, name, None)  # tl.rand: a language helper
+                if isinstance(value, JITFunction):
+                    visit(value)
+
+        visit(self)
+        return order
 
     # --- launching
 
@@ -249,7 +207,7 @@ class JITFunction:
             compiled = _C.compile(self.src, self.filename, self.first_line, list(specs),
                                   self._resolve, target)
         except _C.CompilationError as e:
-            raise CompilationError(str(e)) from None
+            raise compilation_error(str(e)) from None
         finally:
             log, _globals_read.log = _globals_read.log, []
         return compiled, log
@@ -275,7 +233,6 @@ class JITFunction:
                 self.cache[specs] = cpu
         gpu = None
         if arch is not None:
-            from .cache import gpu_kernel
             gpu = gpu_kernel(self, compiled, specs, log, arch, options)
         kernel = CompiledKernel(compiled, specs, gpu, options)
         kernel.globals_read = log
@@ -288,16 +245,14 @@ class JITFunction:
         when a tensor argument is on one (or `device_type="cuda"` is given)."""
         values, options = self._bind(args, dict(kwargs))
         specs, _, _, devices = self._specialize(values)
-        from .launch import target_of
-        arch, _ = target_of(self, devices, options)
-        return self._compile(specs, arch, _gpu_options(options))
+        arch, _ = launch.target_of(self, devices, options)
+        return self._compile(specs, arch, gpu_options(options))
 
     def run(self, *args, grid, **kwargs):
         kernel = self._fast.launch(grid, args, kwargs)  # a known GPU specialization
         if kernel is not None:
             return kernel
-        from .launch import run_kernel
-        return run_kernel(self, args, kwargs, grid)
+        return launch.run_kernel(self, args, kwargs, grid)
 
     def _globals_checks(self, kernel):
         """(where, name, value) of each constexpr global the kernel read, for the
@@ -312,10 +267,25 @@ class JITFunction:
         return checks
 
 
+# Where the compiler finds a built-in function that a kernel names by its value
+# (`from triton.language.extra.libdevice import tanh`), by the value's module.
+_BUILTIN_MODULES = {
+    "tilec.language.target_info": "triton.language.target_info",
+    "tilec.language.math": "triton.language.math",
+}
+
+
 def _language_modules():
-    """The kernel-language modules by the names kernels know them by."""
-    return {"triton.language": tl, "triton.language.random": tl.random,
-            "triton.language.standard": tl.standard}
+    """The kernel-language modules by the names kernels know them by. Looked up
+    by name: they are written in the kernel language, so they import this module."""
+    language = importlib.import_module("tilec.language")
+    libdevice = language.extra.libdevice
+    return {"triton.language": language, "triton.language.core": language,
+            "triton.language.random": language.random,
+            "triton.language.standard": language.standard,
+            "triton.language.math": language.math, "libdevice": libdevice,
+            "triton.language.extra.libdevice": libdevice,
+            "triton.language.extra.cuda.libdevice": libdevice}
 
 
 def _language_attribute(name):
@@ -342,24 +312,6 @@ def _language_attribute(name):
     return None
 
 
-def _gpu_options(options):
-    out = {k: options[k] for k in DEFAULT_GPU_OPTIONS if options.get(k) is not None}
-    if "debug" in out:
-        out["debug"] = bool(out["debug"])
-    return out
-
-
-def normalize_grid(name, grid, values):
-    if callable(grid):
-        grid = grid(values)
-    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) for g in grid):
-        raise ValueError(f"{name}: the grid must be 1 to 3 ints, got {grid!r}")
-    if any(g < 0 for g in grid):
-        raise ValueError(f"{name}: grid dimensions must not be negative: {grid!r}")
-    return grid + (1,) * (3 - len(grid))
-
-
 def jit(fn=None, *, do_not_specialize=(), debug=None, noinline=None, **options):
     """Decorates a kernel (or a helper that kernels call): ``@tilec.jit``."""
 
@@ -367,3 +319,95 @@ def jit(fn=None, *, do_not_specialize=(), debug=None, noinline=None, **options):
         return JITFunction(f, do_not_specialize=do_not_specialize, **options)
 
     return wrap(fn) if fn is not None else wrap
+
+
+# Triton's type strings of each dtype, by the dtype's name.
+type_canonicalisation_dict = {
+    "bool": "i1", "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float8e5": "fp8e5", "float8_e5m2": "fp8e5", "float8e4nv": "fp8e4nv",
+    "float8_e4m3fn": "fp8e4nv", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+    "float32": "fp32", "float": "fp32", "float64": "fp64", "double": "fp64",
+}
+
+
+class TensorWrapper:
+    """A tensor whose bytes a kernel sees as another dtype of the same width
+    (``reinterpret(x, tl.float8e5)``): its pointer argument has that dtype."""
+
+    def __init__(self, base, dtype):
+        self.base = base
+        self.dtype = dtype
+        self.data = base.data
+        self.device = base.device
+        self.shape = base.shape
+
+    def data_ptr(self):
+        return self.base.data_ptr()
+
+    def stride(self, *args):
+        return self.base.stride(*args)
+
+    def element_size(self):
+        return self.base.element_size()
+
+    def numel(self):
+        return self.base.numel()
+
+    def dim(self):
+        return self.base.dim()
+
+    def untyped_storage(self):
+        return self.base.untyped_storage()
+
+    def detach(self):
+        return TensorWrapper(self.base.detach(), self.dtype)
+
+    def cpu(self):
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def copy_(self, other):
+        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
+        return self
+
+    def clone(self):
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def to(self, device):
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def __str__(self):
+        return f"TensorWrapper[{self.dtype}]({self.base})"
+
+
+def reinterpret(tensor, dtype):
+    """`tensor`'s bytes seen as `dtype` by kernels (a TensorWrapper); a
+    TensorWrapper of a torch dtype is unwrapped back to its tensor."""
+    if isinstance(tensor, TensorWrapper):
+        if dtype == tensor.base.dtype:
+            return tensor.base
+        return TensorWrapper(tensor.base, dtype)
+    if hasattr(tensor, "data_ptr"):
+        return TensorWrapper(tensor, dtype)
+    raise TypeError(f"cannot reinterpret a {type(tensor).__name__}")
+
+
+class MockTensor:
+    """A stand-in for a tensor of `dtype` (with a null pointer), for compiling
+    without real arguments."""
+
+    def __init__(self, dtype, shape=None):
+        self.dtype = dtype
+        self.shape = shape if shape is not None else [1]
+
+    @staticmethod
+    def wrap_dtype(arg):
+        if _args.as_dtype(arg) is not None or type(arg).__name__ == "dtype":
+            return MockTensor(arg)
+        return arg
+
+    def data_ptr(self):
+        return 0
+
+    def stride(self):
+        return (1,)

@@ -1,16 +1,43 @@
 """Launching a kernel: where it runs (CPU backend, GPU, or the interpreter for
 GPU tensors), compiling the specialization, and the launch itself."""
 
-from . import _C, _args
-from .errors import KernelError
-from .jit import _gpu_options, interpreting, normalize_grid
+import os
+
+from .. import _C, _args
+from .._args import normalize_grid
+from ..backends.nvidia.driver import CudaDriver, arch_of, cuda_available
+from ..compiler.compiler import DEFAULT_GPU_OPTIONS
+from ..errors import KernelError
+from .errors import OutOfResources
+
+# Keyword arguments of a launch that configure it rather than feed the kernel.
+LAUNCH_OPTIONS = (
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
+    "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
+    "num_threads", "launch_pdl", "extern_libs",
+)
+
+
+def interpreting():
+    """TILEC_INTERPRET=1 (or TRITON_INTERPRET=1): every launch runs on the CPU backend."""
+    for name in ("TILEC_INTERPRET", "TRITON_INTERPRET"):
+        if os.environ.get(name, "0") not in ("", "0"):
+            return True
+    return False
+
+
+def gpu_options(options):
+    """The launch options that change the GPU code, from a launch's keywords."""
+    out = {k: options[k] for k in DEFAULT_GPU_OPTIONS if options.get(k) is not None}
+    if "debug" in out:
+        out["debug"] = bool(out["debug"])
+    return out
 
 
 def _device_index(device):
     if ":" in device:
         return int(device.split(":")[1])
-    from .runtime import driver
-    return driver.active.get_current_device()
+    return CudaDriver().get_current_device()
 
 
 def target_of(fn, devices, options):
@@ -30,23 +57,19 @@ def target_of(fn, devices, options):
     if not devices:
         if options.get("device_type") != "cuda" or interpreting():
             return None, None
-        from .runtime import driver
-        devices = {f"cuda:{driver.active.get_current_device()}"}
+        devices = {f"cuda:{CudaDriver().get_current_device()}"}
     device = next(iter(devices))
     if not device.startswith("cuda") or interpreting():
         return None, None
-    from .runtime import driver
-    if not driver.cuda_available():
+    if not cuda_available():
         _, why = _C.cuda_available()
         raise RuntimeError(f"{fn.__name__}: tensors are on {device} but CUDA is not usable: {why}")
     index = _device_index(device)
-    return driver.arch_of(index), index
+    return arch_of(index), index
 
 
 def _check_resources(kernel, device):
-    from .runtime import driver
-    from .runtime.errors import OutOfResources
-    limit = driver.active.utils.get_device_properties(device)["max_shared_mem"]
+    limit = CudaDriver.utils.get_device_properties(device)["max_shared_mem"]
     if kernel.metadata.shared > limit:
         raise OutOfResources(kernel.metadata.shared, limit, "shared memory")
 
@@ -92,40 +115,11 @@ def run_kernel(fn, args, kwargs, grid):
         except _C.KernelError as e:
             raise KernelError(str(e)) from None
         return kernel
-    kernel = fn._compile(specs, arch, _gpu_options(options))
+    kernel = fn._compile(specs, arch, gpu_options(options))
     _check_resources(kernel, device)
     stream = options.get("stream")
     if stream is None:
-        from .runtime import driver
-        stream = driver.active.get_current_stream(device)
+        stream = CudaDriver().get_current_stream(device)
     kernel.gpu.launch(grid, runtime, int(stream), device)
     fn._fast.add(args, kwargs, kernel, kernel.gpu, fn._globals_checks(kernel))
-    return kernel
-
-
-def launch_compiled(kernel, grid, args, stream):
-    """Launches a CompiledKernel returned by warmup or tilec.compile."""
-    if kernel.gpu is None:
-        raise RuntimeError(f"'{kernel.name}' was compiled for the CPU; launch it through its @jit")
-    from .runtime import driver
-    device = driver.active.get_current_device()
-    runtime = []
-
-    def flatten(a):
-        if isinstance(a, tuple):
-            for v in a:
-                flatten(v)
-        elif _args.is_tensor(a):
-            runtime.append(_args.data_pointer(a))
-        elif _args.is_descriptor(a):
-            runtime.extend([_args.data_pointer(a.base), *a.shape, *a.strides])
-        elif not (a is None or isinstance(a, str)):
-            runtime.append(a)
-
-    for a in args:
-        flatten(a)
-    grid = normalize_grid(kernel.name, grid, {})
-    if stream is None:
-        stream = driver.active.get_current_stream(device)
-    kernel.gpu.launch(grid, runtime, int(stream), device)
     return kernel

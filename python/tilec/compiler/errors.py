@@ -1,0 +1,4 @@
+"""``triton.compiler.errors``."""
+
+from ..errors import (  # noqa: F401
+    CompilationError, CompileTimeAssertionFailure, UnsupportedLanguageConstruct)

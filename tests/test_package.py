@@ -1,0 +1,135 @@
+"""The package's shape: its modules import one another one way (no cycles,
+counting imports inside functions too), and `import tilec.compat` gives the
+`triton` modules that libraries and Triton's own tests import."""
+
+import ast
+import pathlib
+import sys
+
+import pytest
+
+import tilec
+
+PACKAGE = pathlib.Path(tilec.__file__).parent
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path, name):
+    """The tilec modules that the module at `path` imports, anywhere in its code."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def _graph():
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in _imports(path, name) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def test_imports_run_one_way():
+    graph = _graph()
+    state = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for dep in sorted(graph[node]):
+            if state.get(dep) == "open":
+                cycle = stack[stack.index(dep):] + [dep]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_language_and_backends_sit_below_the_runtime():
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith(("tilec.backends", "tilec.language.core", "tilec.errors", "tilec.knobs",
+                            "tilec.testing")):
+            assert not any(d.startswith(("tilec.runtime", "tilec.compiler")) for d in deps), name
+
+
+@pytest.fixture
+def triton_alias(monkeypatch):
+    import tilec.compat
+    saved = {k: v for k, v in sys.modules.items() if k == "triton" or k.startswith("triton.")}
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    tilec.compat.install()
+    yield
+    tilec.compat.uninstall()
+    sys.modules.update(saved)
+
+
+def test_triton_modules_libraries_import(triton_alias):
+    import triton
+    from triton.backends.compiler import BaseBackend, GPUTarget, Language  # noqa: F401
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.backends.nvidia.driver import CudaDriver  # noqa: F401
+    from triton.compiler import ASTSource, CompiledKernel, compile  # noqa: F401
+    from triton.compiler.errors import CompilationError, CompileTimeAssertionFailure  # noqa: F401
+    from triton.runtime.jit import JITFunction, KernelInterface, TensorWrapper, reinterpret  # noqa
+    from triton.runtime.autotuner import Autotuner, Config, Heuristics  # noqa: F401
+    from triton.runtime.errors import InterpreterError, OutOfResources  # noqa: F401
+    from triton.runtime.driver import driver
+    from triton import knobs
+
+    assert triton.runtime.jit is tilec.runtime.jit and triton.knobs is tilec.knobs
+    assert "nvidia" in triton.backends.backends
+    assert CUDABackend(GPUTarget("cuda", 90, 32)).parse_options({"num_warps": 8}).num_warps == 8
+    active = driver.active
+    for name in ("get_active_torch_device", "get_current_device", "set_current_device",
+                 "get_current_stream", "get_current_target", "get_benchmarker"):
+        assert callable(getattr(active, name)), name
+    assert active.get_benchmarker() is tilec.testing.do_bench
+    assert "max_shared_mem" in active.utils.get_device_properties(0)
+    assert triton.runtime.driver.active is active
+    assert knobs.runtime.launch_enter_hook is None
+
+
+def test_missing_triton_module_names_the_alias(triton_alias):
+    with pytest.raises(ModuleNotFoundError, match="tilec.compat.*tilec has no module"):
+        import triton.no_such_module  # noqa: F401
+
+
+def test_torch_compiler_modules_import_under_the_alias(triton_alias):
+    pytest.importorskip("torch")
+    import subprocess
+    code = ("import tilec.compat, torch._dynamo, torch._inductor, torch._inductor.runtime.hints; "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_knobs_scope_and_environment(monkeypatch, tmp_path):
+    from tilec import knobs
+    monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
+    assert knobs.autotuning.print is True
+    with knobs.autotuning.scope():
+        knobs.autotuning.print = False
+        assert knobs.autotuning.print is False
+    assert knobs.autotuning.print is True
+    with knobs.cache.scope():
+        knobs.cache.dir = str(tmp_path)
+        assert tilec._C.cache_dir() == str(tmp_path)
+    assert knobs.cache.dir != str(tmp_path)
