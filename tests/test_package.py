@@ -20,8 +20,9 @@ def _module_name(path):
     return ".".join(parts)
 
 
-def _imports(path, name):
-    """The tilec modules that the module at `path` imports, anywhere in its code."""
+def _imports(path, name, modules):
+    """The tilec modules that the module at `path` imports, anywhere in its code
+    (`from a import b` imports a.b when that is a module, else a)."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -32,14 +33,15 @@ def _imports(path, name):
             if node.level:
                 anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)
+            for a in node.names:
+                found.add(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base)
     return found
 
 
 def _graph():
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: {m for m in _imports(path, name) if m in modules and m != name}
+    names = set(modules) | {"tilec._C"}  # the extension module imports nothing of ours
+    return {name: {m for m in _imports(path, name, names) if m in modules and m != name}
             for name, path in modules.items()}
 
 

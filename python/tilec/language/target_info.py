@@ -5,15 +5,16 @@ answers them for the compile's target (the CPU backend: not CUDA; a GPU: its
 architecture), and keeps that kernel's IR for that target alone.
 """
 
+from ..backends.nvidia.driver import CudaDriver
+
 __all__ = ["current_target"]
 
 
 def current_target():
     """The current CUDA device as (backend, arch, warp_size), or None without one."""
-    from ..runtime import driver
-    if not driver.cuda_available():
+    if not CudaDriver.is_active():
         return None
-    return driver.active.get_current_target()
+    return CudaDriver().get_current_target()
 
 
 def is_cuda():
