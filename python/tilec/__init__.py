@@ -20,6 +20,7 @@ from .errors import CompilationError, KernelError  # noqa: F401
 from .runtime.jit import JITFunction, KernelInterface, jit  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
 from .runtime._allocation import set_allocator  # noqa: F401
+from .language.core import constexpr_function  # noqa: F401
 
 
 def cdiv(x, y):

@@ -32,21 +32,12 @@ def is_constexpr(value):
     return type(value).__name__ == "constexpr" and hasattr(value, "value")
 
 
-# Triton's dtype names -> ours, so Triton's dtype objects work as arguments too.
-_TRITON_DTYPES = {
-    "int1": tl.int1, "int8": tl.int8, "int16": tl.int16, "int32": tl.int32, "int64": tl.int64,
-    "uint8": tl.uint8, "uint16": tl.uint16, "uint32": tl.uint32, "uint64": tl.uint64,
-    "fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5, "fp16": tl.float16, "bf16": tl.bfloat16,
-    "fp32": tl.float32, "fp64": tl.float64,
-}
-
-
 def as_dtype(value):
     """Our dtype for a dtype of ours or of Triton's; None for anything else."""
     if isinstance(value, tl.dtype):
         return value
-    if type(value).__name__ == "dtype" and hasattr(value, "name"):
-        return _TRITON_DTYPES.get(value.name)
+    if type(value).__name__ == "dtype" and getattr(value, "name", None) in tl._DTYPES:
+        return tl.dtype(value.name)  # Triton's own dtype object
     return None
 
 

@@ -9,14 +9,41 @@ raises an error that says so.
 import builtins
 
 
-class dtype:
-    """A scalar element type, such as ``tl.float32``."""
+# Triton's dtype names -> (Tile IR element type, bits, kind).
+_DTYPES = {
+    "int1": ("i1", 1, "int"), "int8": ("i8", 8, "int"), "int16": ("i16", 16, "int"),
+    "int32": ("i32", 32, "int"), "int64": ("i64", 64, "int"), "uint8": ("u8", 8, "uint"),
+    "uint16": ("u16", 16, "uint"), "uint32": ("u32", 32, "uint"), "uint64": ("u64", 64, "uint"),
+    "fp8e4nv": ("f8e4m3", 8, "float"), "fp8e5": ("f8e5m2", 8, "float"),
+    "fp16": ("f16", 16, "float"), "bf16": ("bf16", 16, "float"), "fp32": ("f32", 32, "float"),
+    "fp64": ("f64", 64, "float"),
+    # fp8 formats tilec does not compile: fp8e4b15 (pre-Hopper NVIDIA, deprecated by
+    # Triton on Hopper) and AMD's fp8e4b8 / fp8e5b16. Kernels using them get a
+    # compilation error that says so.
+    "fp8e4b15": ("unsupported:float8e4b15", 8, "float"),
+    "fp8e4b8": ("unsupported:float8e4b8", 8, "float"),
+    "fp8e5b16": ("unsupported:float8e5b16", 8, "float"),
+    "void": ("void", 0, "void"),
+}
 
-    def __init__(self, name, tilec_name, bits, kind):
+
+class dtype:
+    """A scalar element type, such as ``tl.float32``; ``dtype("fp32")`` by
+    Triton's name for it."""
+
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32",
+                "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+
+    def __init__(self, name):
+        name = getattr(name, "name", name)
+        if name not in _DTYPES:
+            raise ValueError(f"unknown dtype {name!r}")
         self.name = name
-        self._tilec_dtype = tilec_name
-        self.primitive_bitwidth = bits
-        self._kind = kind
+        self._tilec_dtype, self.primitive_bitwidth, self._kind = _DTYPES[name]
 
     def is_floating(self):
         return self._kind == "float"
@@ -30,8 +57,43 @@ class dtype:
     def is_int_unsigned(self):
         return self._kind == "uint"
 
+    def is_bool(self):
+        return self.name == "int1"
+
+    def is_fp16(self):
+        return self.name == "fp16"
+
+    def is_bf16(self):
+        return self.name == "bf16"
+
+    def is_fp32(self):
+        return self.name == "fp32"
+
+    def is_fp64(self):
+        return self.name == "fp64"
+
+    def is_fp8(self):
+        return self.name.startswith("fp8")
+
+    def is_void(self):
+        return self.name == "void"
+
     def is_ptr(self):
         return False
+
+    def is_block(self):
+        return False
+
+    @property
+    def scalar(self):
+        return self
+
+    @property
+    def int_bitwidth(self):
+        return self.primitive_bitwidth
+
+    def to_ir(self, builder=None):
+        return self._tilec_dtype
 
     def __eq__(self, other):
         return isinstance(other, dtype) and other._tilec_dtype == self._tilec_dtype
@@ -42,42 +104,48 @@ class dtype:
     def __repr__(self):
         return f"triton.language.{self.name}"
 
-    __str__ = __repr__
+    def __str__(self):
+        return self.name
+
+    @property
+    def cache_key_part(self):
+        return self.name
 
 
 class pointer_type(dtype):
     """The type of a pointer to ``element_ty``."""
 
-    def __init__(self, element_ty, address_space=1):
-        super().__init__(f"pointer<{element_ty.name}>", "ptr:" + element_ty._tilec_dtype, 64, "ptr")
+    def __init__(self, element_ty, address_space=1, const=False):
+        self.name = f"pointer<{element_ty.name}>"
+        self._tilec_dtype = "ptr:" + element_ty._tilec_dtype
+        self.primitive_bitwidth, self._kind = 64, "ptr"
         self.element_ty = element_ty
+        self.address_space = address_space
+        self.const = const
 
     def is_ptr(self):
         return True
 
 
-int1 = dtype("int1", "i1", 1, "int")
-int8 = dtype("int8", "i8", 8, "int")
-int16 = dtype("int16", "i16", 16, "int")
-int32 = dtype("int32", "i32", 32, "int")
-int64 = dtype("int64", "i64", 64, "int")
-uint8 = dtype("uint8", "u8", 8, "uint")
-uint16 = dtype("uint16", "u16", 16, "uint")
-uint32 = dtype("uint32", "u32", 32, "uint")
-uint64 = dtype("uint64", "u64", 64, "uint")
-float8e4nv = dtype("float8e4nv", "f8e4m3", 8, "float")
-float8e5 = dtype("float8e5", "f8e5m2", 8, "float")
-float16 = dtype("float16", "f16", 16, "float")
-bfloat16 = dtype("bfloat16", "bf16", 16, "float")
-float32 = dtype("float32", "f32", 32, "float")
-float64 = dtype("float64", "f64", 64, "float")
-# fp8 formats tilec does not compile: fp8e4b15 (pre-Hopper NVIDIA, deprecated by
-# Triton on Hopper) and AMD's fp8e4b8 / fp8e5b16. Kernels using them get a
-# compilation error that says so.
-float8e4b15 = dtype("float8e4b15", "unsupported:float8e4b15", 8, "float")
-float8e4b8 = dtype("float8e4b8", "unsupported:float8e4b8", 8, "float")
-float8e5b16 = dtype("float8e5b16", "unsupported:float8e5b16", 8, "float")
-void = dtype("void", "void", 0, "void")
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
+void = dtype("void")
 pi32_t = pointer_type(int32)
 
 
@@ -85,8 +153,9 @@ class block_type(dtype):
     """The type of a tensor: an element type and a shape (``x.type`` in Triton)."""
 
     def __init__(self, element_ty, shape):
-        super().__init__(element_ty.name, element_ty._tilec_dtype, element_ty.primitive_bitwidth,
-                         element_ty._kind)
+        self.name = element_ty.name
+        self._tilec_dtype = element_ty._tilec_dtype
+        self.primitive_bitwidth, self._kind = element_ty.primitive_bitwidth, element_ty._kind
         self.element_ty = element_ty
         self.shape = builtins.tuple(int(s) for s in shape)
         self.numel = 1
@@ -213,3 +282,10 @@ class PropagateNan:
     NONE = 0
     ALL = 0xFFFF
 
+
+
+def constexpr_function(fn):
+    """Marks a plain Python function that kernels may call with constexpr
+    arguments, at compile time (``@triton.constexpr_function``)."""
+    fn.__tilec_constexpr_function__ = True
+    return fn
