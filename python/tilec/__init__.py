@@ -16,7 +16,7 @@ from . import testing  # noqa: F401
 from . import tools  # noqa: F401
 from .compiler import compile  # noqa: F401
 from .runtime.errors import OutOfResources  # noqa: F401
-from .errors import CompilationError, KernelError  # noqa: F401
+from .errors import CompilationError, KernelError, TritonError  # noqa: F401
 from .runtime.jit import JITFunction, KernelInterface, jit  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
 from .runtime._allocation import set_allocator  # noqa: F401

@@ -90,19 +90,30 @@ def data_pointer(value):
 
 
 def memory_range(value):
-    """The bytes a kernel may touch through this tensor: its whole allocation."""
+    """The bytes a kernel may touch through this tensor: those its view (data
+    pointer, shape and strides) can reach, not the whole allocation, so that a
+    kernel writing before a view into its neighbour is caught."""
     if isinstance(value, np.ndarray):
-        root = value
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        low, high = np.byte_bounds(root) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(root)
-        return (low, high)
+        return (np.byte_bounds(value) if hasattr(np, "byte_bounds")
+                else np.lib.array_utils.byte_bounds(value))
     if not hasattr(value, "untyped_storage"):
         ptr = data_pointer(value)  # device memory: the CPU backend never reads it
         return (ptr, ptr)
-    storage = value.untyped_storage()
-    start = storage.data_ptr()
-    return (start, start + storage.nbytes())
+    start = data_pointer(value)
+    if value.numel() == 0:
+        return (start, start)
+    size = value.element_size()
+    low = high = 0
+    for extent, stride in zip(value.shape, value.stride()):
+        reach = (extent - 1) * stride
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    return (start + low * size, start + (high + 1) * size)
+
+
+def is_read_only(value):
+    """A numpy array that must not be written (a read-only memmap, np.frombuffer
+    of bytes, a broadcast view)."""
+    return isinstance(value, np.ndarray) and not value.flags.writeable
 
 
 def device_of(value):

@@ -3,7 +3,11 @@
 import re
 
 
-class CompilationError(Exception):
+class TritonError(Exception):
+    """The base of the errors of kernels, their compile and their launch (Triton's name)."""
+
+
+class CompilationError(TritonError):
     """A kernel does not compile. ``filename``, ``lineno`` and ``col`` say where."""
 
     def __init__(self, message):
@@ -31,7 +35,7 @@ def compilation_error(message):
     return CompilationError(message)
 
 
-class InterpreterError(RuntimeError):
+class InterpreterError(TritonError, RuntimeError):
     """A kernel failed while the CPU backend ran it (Triton's name, from its interpreter)."""
 
 

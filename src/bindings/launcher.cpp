@@ -23,6 +23,9 @@ namespace tilec {
 namespace {
 
 // Launch keywords that configure the compile or the launch, not the kernel.
+// The largest grid CUDA launches along x, y and z.
+const int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+
 const char *const kCompileOptions[] = {"num_warps", "num_stages", "enable_fp_fusion", "debug",
                                        "maxnreg"};
 
@@ -312,6 +315,8 @@ nb::object Launcher::launch(nb::object grid, nb::tuple args, nb::dict kwargs) {
     if (!PyLong_CheckExact(gridValue.ptr()))
       return nb::none();
     g[0] = nb::cast<int64_t>(gridValue);
+    if (g[0] < 0 || g[0] > kGridLimits[0])
+      return nb::none();
   } else {
     nb::sequence seq = nb::borrow<nb::sequence>(gridValue);
     size_t n = nb::len(seq);
@@ -322,8 +327,8 @@ nb::object Launcher::launch(nb::object grid, nb::tuple args, nb::dict kwargs) {
       if (!PyLong_CheckExact(d.ptr()))
         return nb::none();
       g[k] = nb::cast<int64_t>(d);
-      if (g[k] < 0)
-        return nb::none();
+      if (g[k] < 0 || g[k] > kGridLimits[k])
+        return nb::none(); // the slow path says why
     }
   }
   uint64_t stream;

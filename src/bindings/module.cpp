@@ -12,6 +12,7 @@
 
 #include "bindings/launcher.h"
 #include "cpu/executor.h"
+#include "ir/pointer_origins.h"
 #include "frontend/ast.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -174,8 +175,9 @@ std::shared_ptr<CompiledKernel> compile(const std::string &text, const std::stri
   return compileKernel(makeSource(text, filename, firstLine), res, params, target);
 }
 
+// `memory`: (begin, end, argument name, writable) of each tensor argument.
 void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> grid,
-               nb::list args, std::vector<std::pair<uint64_t, uint64_t>> memory,
+               nb::list args, std::vector<std::tuple<uint64_t, uint64_t, std::string, bool>> memory,
                int numThreads) {
   cpu::Launch l;
   l.grid = {std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)};
@@ -193,8 +195,8 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
       v.i = (int64_t)nb::cast<uint64_t>(nb::int_(args[i]) & nb::int_(0xFFFFFFFFFFFFFFFFull));
     l.args.push_back(v);
   }
-  for (auto &[begin, end] : memory)
-    l.memory.push_back({begin, end});
+  for (auto &[begin, end, name, writable] : memory)
+    l.memory.push_back({begin, end, name, writable});
   l.numThreads = numThreads;
   nb::gil_scoped_release release;
   cpu::launch(*k.fn, l);
@@ -358,6 +360,7 @@ NB_MODULE(_C, m) {
       .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
       .def_prop_ro("depends_on_target",
                    [](const CompiledKernel &k) { return k.fn->dependsOnTarget; })
+      .def_prop_ro("stored_args", [](const CompiledKernel &k) { return storedArguments(*k.fn); })
       .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
            nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0)

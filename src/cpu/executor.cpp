@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "cpu/numerics.h"
+#include "ir/pointer_origins.h"
 
 namespace tilec::cpu {
 
@@ -74,7 +75,9 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
 
 class Program {
 public:
-  Program(const Function &fn, const Launch &launch) : fn_(fn), launch_(launch) {
+  Program(const Function &fn, const Launch &launch,
+          const std::unordered_set<const Op *> &unchecked)
+      : fn_(fn), launch_(launch), unchecked_(unchecked) {
     env_.resize(fn.numValues);
   }
 
@@ -95,6 +98,9 @@ public:
 private:
   const Function &fn_;
   const Launch &launch_;
+  const std::unordered_set<const Op *> &unchecked_; // accesses through pointer tables
+  const Op *lastChecked_ = nullptr;                  // the op checkAccess saw last
+  bool lastUnchecked_ = false;                       // and whether it is one of those
   std::vector<Tile> env_;
   std::array<int64_t, 3> pid_{};
   size_t lastRange_ = 0;
@@ -155,24 +161,63 @@ private:
 
 public:
   void checkAccess(const Op &op, uint64_t addr, int bytes, bool isStore) {
-    const auto &mem = launch_.memory;
-    if (lastRange_ < mem.size() && addr >= mem[lastRange_].begin &&
-        addr + bytes <= mem[lastRange_].end)
-      return;
-    for (size_t k = 0; k < mem.size(); ++k) {
-      if (addr >= mem[k].begin && addr + bytes <= mem[k].end) {
-        lastRange_ = k;
-        return;
-      }
+    if (&op != lastChecked_) {
+      lastChecked_ = &op;
+      lastUnchecked_ = unchecked_.count(&op) != 0;
     }
-    std::ostringstream msg;
-    msg << "out-of-bounds " << (isStore ? "store to" : "load from") << " address 0x" << std::hex
-        << addr << std::dec << " in program (" << pid_[0] << ", " << pid_[1] << ", " << pid_[2]
-        << "): it is outside every tensor passed to the kernel; is a mask missing?";
-    fail(op, msg.str());
+    if (lastUnchecked_)
+      return;
+    const auto &mem = launch_.memory;
+    size_t found = mem.size();
+    if (lastRange_ < mem.size() && addr >= mem[lastRange_].begin &&
+        addr + bytes <= mem[lastRange_].end) {
+      found = lastRange_;
+    } else {
+      for (size_t k = 0; k < mem.size() && found == mem.size(); ++k)
+        if (addr >= mem[k].begin && addr + bytes <= mem[k].end)
+          found = k;
+    }
+    if (found < mem.size()) {
+      lastRange_ = found;
+      if (isStore && !mem[found].writable)
+        fail(op, "argument '" + mem[found].name +
+                     "' is read-only but the kernel stores through it");
+      return;
+    }
+    fail(op, outOfBounds(addr, isStore));
   }
 
 private:
+  // Says where an access outside every tensor lies: past the nearest tensor
+  // (the view its argument passed, which may lie inside a larger allocation).
+  std::string outOfBounds(uint64_t addr, bool isStore) const {
+    std::ostringstream msg;
+    msg << "out-of-bounds " << (isStore ? "store to" : "load from") << " address 0x" << std::hex
+        << addr << std::dec << " in program (" << pid_[0] << ", " << pid_[1] << ", " << pid_[2]
+        << "): ";
+    const MemoryRange *nearest = nullptr;
+    uint64_t distance = UINT64_MAX;
+    for (const MemoryRange &r : launch_.memory) {
+      uint64_t d = addr < r.begin ? r.begin - addr : addr >= r.end ? addr - r.end + 1 : 0;
+      if (d < distance) {
+        distance = d;
+        nearest = &r;
+      }
+    }
+    if (nearest && !nearest->name.empty() && distance <= (nearest->end - nearest->begin) + 4096) {
+      if (addr < nearest->begin)
+        msg << (nearest->begin - addr) << " bytes before";
+      else
+        msg << (addr - nearest->end) << " bytes past the end of";
+      msg << " argument '" << nearest->name << "' (" << (nearest->end - nearest->begin)
+          << " bytes)";
+    } else {
+      msg << "it is outside every tensor passed to the kernel";
+    }
+    msg << "; is a mask missing?";
+    return msg.str();
+  }
+
   void readElement(const Op &op, uint64_t addr, DType d, Tile &out, size_t k) {
     int bytes = dtypeBytes(d);
     checkAccess(op, addr, bytes, false);
@@ -1444,12 +1489,13 @@ void launch(const Function &fn, const Launch &launch) {
   int threads = launch.numThreads > 0 ? launch.numThreads
                                       : (int)std::max(1u, std::thread::hardware_concurrency());
   threads = (int)std::min<int64_t>(threads, total);
+  const std::unordered_set<const Op *> unchecked = accessesThroughRunTimePointers(fn);
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex errorMutex;
   std::string error;
   auto worker = [&] {
-    Program program(fn, launch);
+    Program program(fn, launch, unchecked);
     while (!stop.load(std::memory_order_relaxed)) {
       int64_t k = next.fetch_add(1);
       if (k >= total)

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -18,9 +19,12 @@ struct ArgValue {
   double f = 0;
 };
 
-// A range of host memory the kernel may touch: [begin, end).
+// A range of host memory the kernel may touch: [begin, end), the bytes a
+// tensor argument (a view: its offset, shape and strides) can reach.
 struct MemoryRange {
   uint64_t begin = 0, end = 0;
+  std::string name;     // the argument it belongs to, for messages
+  bool writable = true; // false for read-only arrays: a store is an error
 };
 
 struct Launch {
@@ -37,7 +41,10 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// Runs `fn` (renumbered) on the grid. Throws KernelError.
+// Runs `fn` (renumbered) on the grid. Every load and store must fall in one of
+// the launch's memory ranges, except those through pointers made at run time
+// (pointer tables: see accessesThroughRunTimePointers), which nothing bounds.
+// Throws KernelError.
 void launch(const Function &fn, const Launch &launch);
 
 } // namespace tilec::cpu

@@ -120,7 +120,7 @@ DType Lowerer::computationType(const SVal &a, const SVal &b, bool divOrMod, cons
     error(span, std::string("an fp8 value and an integer cannot meet in arithmetic (") +
                     dtypeName(ta) + ", " + dtypeName(tb) + "); cast one of them first");
   if (divOrMod && isUnsigned(ta) != isUnsigned(tb) && ta != DType::I1 && tb != DType::I1)
-    error(span, std::string("cannot use /, // or % with ") + dtypeName(ta) + " and " +
+    error(span, std::string("Cannot use /, // or % with ") + dtypeName(ta) + " and " +
                     dtypeName(tb) + " because they have different signedness; cast one first");
   return integerPromote(ta, tb);
 }

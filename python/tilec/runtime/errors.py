@@ -1,9 +1,9 @@
 """``triton.runtime.errors``: errors of the runtime."""
 
-from ..errors import InterpreterError, KernelError  # noqa: F401
+from ..errors import InterpreterError, KernelError, TritonError  # noqa: F401
 
 
-class OutOfResources(RuntimeError):
+class OutOfResources(TritonError, RuntimeError):
     """A kernel needs more of a resource (shared memory, registers) than the device has."""
 
     def __init__(self, required, limit, name):
@@ -14,5 +14,5 @@ class OutOfResources(RuntimeError):
         )
 
 
-class PTXASError(RuntimeError):
+class PTXASError(TritonError, RuntimeError):
     """The PTX assembler refused a kernel."""

@@ -2,6 +2,7 @@
 compiled by tilec's C++ compiler on first launch for each specialization, and
 run over a grid; the tensor wrappers Triton's tests use (`reinterpret`)."""
 
+import ast
 import importlib
 import inspect
 import textwrap
@@ -31,6 +32,48 @@ def _module_name(module):
     if name == "tilec" or name.startswith("tilec."):
         return "triton" + name[len("tilec"):]
     return name
+
+
+def _source_of(fn):
+    """(source text, first line, file name) of a kernel's Python function. A
+    function made by exec() has no file to read: its source is found as the text
+    that the caller of exec() passed (a string variable of that frame), which is
+    how code that rewrites kernels' sources makes them."""
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+        return textwrap.dedent("".join(lines)), first_line, inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError):
+        pass
+    code = fn.__code__
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_code.co_filename != code.co_filename:
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    if caller is not None:
+        for value in list(caller.f_locals.values()) + list(caller.f_globals.values()):
+            found = _function_in_text(value, fn.__name__, code.co_firstlineno)
+            if found is not None:
+                return found, code.co_firstlineno, code.co_filename
+    raise OSError(f"could not get the source code of '{fn.__name__}': a @jit kernel must be "
+                  "defined in a file, or by exec() of a string the caller holds")
+
+
+def _function_in_text(text, name, first_line):
+    """The source of function `name` that starts (decorators included) at
+    `first_line` of `text`, or None."""
+    if not isinstance(text, str) or f"def {name}(" not in text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if start == first_line:
+                lines = text.splitlines(keepends=True)[start - 1:node.end_lineno]
+                return textwrap.dedent("".join(lines))
+    return None
 
 
 def _names_used(code):
@@ -74,10 +117,7 @@ class JITFunction(KernelInterface):
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
-        lines, first_line = inspect.getsourcelines(fn)
-        self.src = textwrap.dedent("".join(lines))
-        self.first_line = first_line
-        self.filename = inspect.getsourcefile(fn) or "<unknown>"
+        self.src, self.first_line, self.filename = _source_of(fn)
         self.signature = inspect.signature(fn)
         self.params = list(self.signature.parameters.values())
         self.arg_names = [p.name for p in self.params]
@@ -195,7 +235,8 @@ class JITFunction(KernelInterface):
                 runtime.append(rt)
             if spec[0] in ("ptr", "desc", "tuple"):
                 for tensor in _args.tensors_in(value):
-                    memory.append(_args.memory_range(tensor))
+                    low, high = _args.memory_range(tensor)
+                    memory.append((low, high, name, not _args.is_read_only(tensor)))
                     devices.add(_args.device_of(tensor))
         return tuple(specs), runtime, memory, devices
 

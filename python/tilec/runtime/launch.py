@@ -74,6 +74,28 @@ def _check_resources(kernel, device):
         raise OutOfResources(kernel.metadata.shared, limit, "shared memory")
 
 
+def _check_read_only(fn, kernel, memory):
+    """Refuses a read-only array (a read-only memmap, np.frombuffer of bytes)
+    passed where the kernel stores, before anything runs."""
+    read_only = {name for _, _, name, writable in memory if not writable}
+    if not read_only:
+        return
+    compiled = kernel._compiled
+    stored = [n for n, s in zip(compiled.arg_names, compiled.stored_args) if s]
+    for name in sorted(read_only):
+        if any(n == name or n.startswith(name + "[") for n in stored):
+            raise ValueError(f"{fn.__name__}: argument '{name}' is read-only but the kernel "
+                             "stores through it")
+
+
+def _launch_cpu(fn, kernel, grid, runtime, memory, options):
+    _check_read_only(fn, kernel, memory)
+    try:
+        kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
+    except _C.KernelError as e:
+        raise KernelError(str(e)) from None
+
+
 def _interpret(fn, args, kwargs, grid):
     """Runs a launch with GPU tensors on the CPU backend: copies in, runs, copies back."""
     values, options = fn._bind(args, dict(kwargs))
@@ -92,9 +114,7 @@ def _interpret(fn, args, kwargs, grid):
     kernel = fn._compile(specs)
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
     try:
-        kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
-    except _C.KernelError as e:
-        raise KernelError(str(e)) from None
+        _launch_cpu(fn, kernel, grid, runtime, memory, options)
     finally:
         for original, copy in copies:
             original.copy_(copy)
@@ -110,10 +130,7 @@ def run_kernel(fn, args, kwargs, grid):
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
     if arch is None:
         kernel = fn._compile(specs)
-        try:
-            kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
-        except _C.KernelError as e:
-            raise KernelError(str(e)) from None
+        _launch_cpu(fn, kernel, grid, runtime, memory, options)
         return kernel
     kernel = fn._compile(specs, arch, gpu_options(options))
     _check_resources(kernel, device)
