@@ -51,3 +51,32 @@ fi
 if [[ $WHAT == all || $WHAT == bench || $WHAT == language ]]; then
   $PY benchmarks/language_ops.py 2>&1 | tee "$OUT/language_ops.log"
 fi
+# Triton's tutorials and tests, unchanged, with `import triton` giving tilec. The
+# conformance folder is ../shared/conformance, copied into .conformance (ignored
+# by git) and carried: `cp -r ../shared/conformance .conformance`.
+CONF=$PWD/.conformance
+if [[ $WHAT == all || $WHAT == tutorials ]] && [[ -d $CONF ]]; then
+  mkdir -p "$OUT/tutorials"
+  start=$(date +%s)
+  for t in 01-vector-add 02-fused-softmax 03-matrix-multiplication 04-low-memory-dropout \
+           05-layer-norm 06-fused-attention 07-extern-functions 08-grouped-gemm \
+           09-persistent-matmul 10-block-scaled-matmul 11-programmatic-dependent-launch; do
+    # Three at a time: they only need to run, their timings are not compared here.
+    while (( $(jobs -r | wc -l) >= 3 )); do sleep 1; done
+    ( timeout ${TUTORIAL_TIMEOUT:-420} bash "$CONF/run_tutorial.sh" $t > "$OUT/tutorials/$t.log" 2>&1
+      echo "$t rc=$?" >> "$OUT/tutorials/summary.txt" ) &
+  done
+  wait
+  echo "tutorials ($(( $(date +%s) - start )) s):"; sort "$OUT/tutorials/summary.txt"
+  for f in "$OUT"/tutorials/*.log; do
+    grep -q "Error\|error:" "$f" && { echo "== $f"; grep -m3 -B2 "Error" "$f" | tail -6; }
+  done
+fi
+if [[ $WHAT == conformance-tilec || $WHAT == conformance-triton ]] && [[ -d $CONF ]]; then
+  impl=${WHAT#conformance-}
+  start=$(date +%s)
+  OUT=$OUT JOBS=${JOBS:-16} timeout ${CONFORMANCE_TIMEOUT:-560} bash "$CONF/run.sh" --impl $impl \
+    --device cuda -q -W ignore --continue-on-collection-errors -p no:randomly ${CONFORMANCE_FILES:-} \
+    > "$OUT/conformance-$impl.log" 2>&1
+  echo "conformance $impl ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/conformance-$impl.log")"
+fi

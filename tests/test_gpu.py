@@ -428,3 +428,88 @@ def test_random_numbers_match_triton_bit_for_bit(tmp_path):
     if "No module named 'triton'" in result.stderr:
         pytest.skip("Triton is not installed")
     assert result.returncode == 0 and "same bits" in result.stdout, result.stderr[-3000:]
+
+
+# --- arguments as Triton takes them, on the GPU
+
+
+@needs_gpu
+def test_autograd_tensors_on_the_gpu():
+    import torch
+    base = torch.randn(300, device="cuda")
+    leaf = torch.randn(257, device="cuda", requires_grad=True)
+    kinds = {"leaf": leaf, "nonleaf": leaf * 2, "param": torch.nn.Parameter(base[:257].clone()),
+             "offset view": base[43:]}
+    for name, x in kinds.items():
+        y = torch.randn(257, device="cuda")
+        out = torch.empty(257, device="cuda", requires_grad=True)
+        for _ in range(2):  # the first launch compiles, the second takes the fast path
+            add_kernel[(3,)](x, y, out, 257, BLOCK=128)
+        torch.testing.assert_close(out.detach(), x.detach()[:257] + y, msg=name)
+
+
+@needs_gpu
+def test_autograd_function_launches_kernels():
+    import torch
+
+    class Add(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            out = torch.empty_like(x)
+            add_kernel[(tilec.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    x = torch.randn(1000, device="cuda", requires_grad=True)
+    y = torch.randn(1000, device="cuda", requires_grad=True)
+    out = Add.apply(x, y)
+    out.sum().backward()
+    torch.testing.assert_close(out, x + y)
+    assert torch.equal(x.grad, torch.ones_like(x))
+
+
+@needs_gpu
+def test_fp8_and_zero_dim_tensors_on_the_gpu():
+    import torch
+
+    @tilec.jit
+    def copy_scaled(x_ptr, s_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m).to(tl.float32) * tl.load(s_ptr)
+        tl.store(out_ptr + offs, x, mask=m)
+
+    for dtype in (torch.float8_e5m2, torch.float8_e4m3fn):
+        x = torch.tensor([0.5, -1.0, 2.0, 3.0], device="cuda").to(dtype)
+        out = torch.empty(4, device="cuda")
+        copy_scaled[(1,)](x, torch.tensor(2.0, device="cuda"), out, 4, BLOCK=4)
+        torch.testing.assert_close(out, x.float() * 2)
+
+
+@needs_gpu
+def test_warmup_kernel_launched_with_all_arguments():
+    """Tutorial 02: warmup(), then kernel[grid](...) with the constexprs passed too."""
+    import torch
+    x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    out = torch.empty_like(x)
+    kernel = add_kernel.warmup(x, y, out, 100, BLOCK=128, grid=(1,))
+    kernel._init_handles()
+    kernel[(1, 1, 1)](x, y, out, 100, 128)
+    torch.testing.assert_close(out, x + y)
+    out.zero_()
+    kernel[(1,)](x, y, out, 100)
+    torch.testing.assert_close(out, x + y)
+    with pytest.raises(TypeError, match="runtime arguments or all 5"):
+        kernel[(1,)](x, y, out)
+
+
+@needs_gpu
+def test_grid_limits_on_the_gpu():
+    import torch
+    x = torch.zeros(4, device="cuda")
+    add_kernel[(1,)](x, x, x, 4, BLOCK=4)
+    with pytest.raises(ValueError, match="grid dimension 1 is 65536"):
+        add_kernel[(1, 65536)](x, x, x, 4, BLOCK=4)
