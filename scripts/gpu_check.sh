@@ -71,6 +71,7 @@ if [[ $WHAT == all || $WHAT == tutorials ]] && [[ -d $CONF ]]; then
   for f in "$OUT"/tutorials/*.log; do
     grep -q "Error\|error:" "$f" && { echo "== $f"; grep -m3 -B2 "Error" "$f" | tail -6; }
   done
+  tar -C "$OUT" -czf "$OUT/tutorials.tgz" tutorials && rm -rf "$OUT/tutorials"  # one file back
 fi
 if [[ $WHAT == conformance-tilec || $WHAT == conformance-triton ]] && [[ -d $CONF ]]; then
   impl=${WHAT#conformance-}

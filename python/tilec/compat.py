@@ -30,8 +30,10 @@ class _TopModule(types.ModuleType):
 
     def __init__(self):
         super().__init__("triton", tilec.__doc__)
+        spec = importlib.machinery.ModuleSpec("triton", None, is_package=True)
+        spec.submodule_search_locations = []
         own = {"__file__": tilec.__file__, "__path__": [], "__package__": "triton",
-               "__version__": TRITON_VERSION}
+               "__spec__": spec, "__version__": TRITON_VERSION}
         for key, value in own.items():
             super().__setattr__(key, value)
 
