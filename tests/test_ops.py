@@ -3680,3 +3680,46 @@ def test_dot_scaled_batched_and_packed_along_n(rng):
         np.repeat(sb.astype(np.float64) - 127, 32, axis=2)).transpose(0, 2, 1)
     ref = av @ bv
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+# --- isinstance, hasattr and getattr in kernels (compile-time answers)
+
+
+@tilec.jit
+def classify_kernel(x, out):
+    if (x is not None) and hasattr(x, "dtype") and isinstance(x.dtype, tl.pointer_type) and (
+            x.dtype.element_ty == tl.int32):
+        tl.store(out, 1)
+    elif isinstance(x, tl.constexpr):
+        tl.store(out, 2)
+    elif isinstance(x, (tl.tensor, int)):
+        tl.store(out, 3)
+    else:
+        tl.store(out, 4)
+
+
+@pytest.mark.parametrize("value, kind", [("i32 tensor", 1), (1, 2), (None, 2), (7, 3),
+                                         ("f32 tensor", 3), (2.5, 3)])
+def test_isinstance_and_hasattr_in_kernels(value, kind):
+    if value == "i32 tensor":
+        value = np.zeros(1, np.int32)
+    elif value == "f32 tensor":
+        value = np.zeros(1, np.float32)
+    out = np.zeros(1, np.int32)
+    classify_kernel[(1,)](value, out)
+    assert out[0] == kind
+
+
+def test_getattr_of_a_module_by_constexpr_name(rng):
+    @tilec.jit
+    def apply_kernel(x_ptr, out_ptr, FN: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, getattr(tl, FN)(tl.load(x_ptr + offs)))
+
+    x = np.abs(nonzero(rng, 16))
+    out = np.zeros_like(x)
+    for fn, ref in (("sqrt", np.sqrt), ("exp", np.exp), ("log", np.log)):
+        apply_kernel[(1,)](x, out, fn, BLOCK=16)
+        np.testing.assert_allclose(out, ref(x), rtol=2e-6)
+    with pytest.raises(tilec.CompilationError, match="has no attribute 'no_such_fn'"):
+        apply_kernel[(1,)](x, out, "no_such_fn", BLOCK=16)

@@ -1492,6 +1492,65 @@ SVal pyMinMax(Lowerer &l, std::vector<Arg> &rest, const Expr &call, bool isMax) 
   return acc;
 }
 
+std::string constStringArg(Lowerer &l, const Arg &a, const char *fn) {
+  if (!a.val.isConst() || a.val.c.kind != ConstValue::Str)
+    l.error(a.span, std::string(fn) + "() needs a constexpr string, got " + a.val.describe());
+  return a.val.c.s;
+}
+
+// isinstance(obj, classinfo) at compile time. Classes of the language reach
+// the kernel as modules named after them ("triton.language.tensor"); Python's
+// int, float, bool and tuple as builtins; a tuple of classes tests each.
+bool isInstance(Lowerer &l, const SVal &obj, const SVal &cls, const Span &span) {
+  if (cls.kind == SVal::Tuple) {
+    for (const SVal &c : cls.elems)
+      if (isInstance(l, obj, c, span))
+        return true;
+    return false;
+  }
+  bool isDType = obj.isConst() && obj.c.kind == ConstValue::DTypeValue;
+  bool isDescriptor = obj.isTensor() && obj.v->type.dtype == DType::BlockPtr;
+  if (cls.kind == SVal::Builtin) {
+    const ConstValue::Kind k = obj.c.kind;
+    if (cls.name == "py.int")
+      return obj.isConst() && (k == ConstValue::Int || k == ConstValue::Bool);
+    if (cls.name == "py.float")
+      return obj.isConst() && k == ConstValue::Float;
+    if (cls.name == "py.bool")
+      return obj.isConst() && k == ConstValue::Bool;
+    if (cls.name == "py.tuple")
+      return obj.kind == SVal::Tuple || (obj.isConst() && k == ConstValue::Tuple);
+  }
+  // A class of the language: a module named after it, or a builtin of its name
+  // (tl.pointer_type, which kernels also call to make a type).
+  const std::string prefix = "triton.language.";
+  std::string name;
+  if (cls.kind == SVal::Module && cls.name.rfind(prefix, 0) == 0)
+    name = cls.name.substr(prefix.size());
+  else if (cls.kind == SVal::Builtin && cls.name.rfind("py.", 0) != 0 && cls.elems.empty())
+    name = cls.name;
+  if (!name.empty()) {
+    if (name == "tensor")
+      return obj.isTensor() && !isDescriptor;
+    if (name == "tensor_descriptor" || name == "tensor_descriptor_base")
+      return isDescriptor;
+    if (name == "constexpr")
+      return obj.isConst();
+    if (name == "dtype")
+      return isDType;
+    if (name == "pointer_type")
+      return isDType && isPointer(obj.c.type.dtype);
+    if (name == "tuple")
+      return obj.kind == SVal::Tuple || (obj.isConst() && obj.c.kind == ConstValue::Tuple);
+    if (name == "block_type" || name == "tuple_type" || name == "constexpr_type" ||
+        name == "slice")
+      return false;
+  }
+  l.error(span, "isinstance() in a kernel takes a class of the language (tl.tensor, "
+                "tl.constexpr, tl.dtype, tl.pointer_type, tl.tensor_descriptor), int, float, "
+                "bool or tuple, got " + cls.describe());
+}
+
 ConstValue constArg(Lowerer &l, const Arg &a, const char *fn) {
   if (!a.val.isConst())
     l.error(a.span, std::string(fn) + "() needs a constexpr argument here, got " + a.val.describe());
@@ -1841,6 +1900,29 @@ std::map<std::string, BuiltinDef> makeTable() {
       return SVal::constant(ConstValue::integer(v.v->type.shape[0]));
     l.error(a[0]->span, "len() of " + v.describe() + " is not defined");
   });
+  // getattr(obj, "name"[, default]) and hasattr(obj, "name") with a constexpr name.
+  add("py.getattr", {"obj", "name", "default="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    std::string name = constStringArg(l, *a[1], "getattr");
+    if (!given(a[2]))
+      return l.attribute(a[0]->val, name, c.span);
+    try {
+      return l.attribute(a[0]->val, name, c.span);
+    } catch (const CompileError &) {
+      return a[2]->val;
+    }
+  });
+  add("py.hasattr", {"obj", "name"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    std::string name = constStringArg(l, *a[1], "hasattr");
+    try {
+      l.attribute(a[0]->val, name, c.span);
+      return SVal::constant(ConstValue::boolean(true));
+    } catch (const CompileError &) {
+      return SVal::constant(ConstValue::boolean(false));
+    }
+  });
+  add("py.isinstance", {"obj", "classinfo"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return SVal::constant(ConstValue::boolean(isInstance(l, a[0]->val, a[1]->val, a[1]->span)));
+  });
   add("py.int", {"x="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return pyNumber(l, a, c, "int");
   });
@@ -1913,8 +1995,6 @@ SVal Lowerer::callBuiltin(const std::string &name, CallArgs &args, const Expr &c
   auto it = table().find(name);
   if (name == "py.range" || name == "range" || name == "static_range")
     error(call.span, "range() may appear only as the iterable of a 'for' loop");
-  if (name == "py.isinstance")
-    error(call.span, "isinstance() is not supported in kernels");
   TILEC_ASSERT(it != table().end(), "builtin without a handler: " + name);
   std::string shown = name.rfind("py.", 0) == 0 ? name.substr(3) : "tl." + name;
   std::vector<Arg> rest;

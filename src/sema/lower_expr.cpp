@@ -58,8 +58,10 @@ SVal Lowerer::eval(const Expr &e) {
   error(e.span, "unsupported expression");
 }
 
-static const char *const kPythonBuiltins[] = {"range", "min", "max", "len", "int", "float",
-                                               "bool", "print", "abs", "isinstance", "tuple"};
+static const char *const kPythonBuiltins[] = {"range", "min",   "max",        "len",
+                                               "int",   "float", "bool",       "print",
+                                               "abs",   "tuple", "isinstance", "hasattr",
+                                               "getattr"};
 
 SVal Lowerer::evalName(const Expr &e) {
   Frame &f = frame();
@@ -221,23 +223,25 @@ SVal Lowerer::evalIfExp(const Expr &e) {
   return where(test, yes, no, e.span);
 }
 
-SVal Lowerer::evalAttribute(const Expr &e) {
-  SVal base = eval(*e.a);
+SVal Lowerer::evalAttribute(const Expr &e) { return attribute(eval(*e.a), e.name, e.span); }
+
+// `base.name`, also for getattr() and hasattr().
+SVal Lowerer::attribute(const SVal &base, const std::string &name, const Span &span) {
   switch (base.kind) {
   case SVal::Module:
-    return moduleAttr(base.name, e.name, e.span);
+    return moduleAttr(base.name, name, span);
   case SVal::Tensor:
-    return tensorAttribute(base, e.name, e.span);
+    return tensorAttribute(base, name, span);
   case SVal::Const:
     if (base.c.kind == ConstValue::DTypeValue)
-      return dtypeAttribute(base.c, e.name, e.span);
-    if (e.name == "value")
+      return dtypeAttribute(base.c, name, span);
+    if (name == "value")
       return base;
     break;
   default:
     break;
   }
-  error(e.span, base.describe() + " has no attribute '" + e.name + "'");
+  error(span, base.describe() + " has no attribute '" + name + "'");
 }
 
 // x[:, None], x[None, :], t[0] for a tuple.

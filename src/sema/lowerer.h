@@ -77,6 +77,7 @@ public:
   SVal evalIfExp(const Expr &e);
   SVal evalCall(const Expr &e);
   SVal evalAttribute(const Expr &e);
+  SVal attribute(const SVal &base, const std::string &name, const Span &span);
   SVal evalSubscript(const Expr &e);
   CallArgs evalArgs(const Expr &call);
   SVal callValue(const SVal &fn, CallArgs &args, const Expr &call);
