@@ -513,3 +513,22 @@ def test_grid_limits_on_the_gpu():
     add_kernel[(1,)](x, x, x, 4, BLOCK=4)
     with pytest.raises(ValueError, match="grid dimension 1 is 65536"):
         add_kernel[(1, 65536)](x, x, x, 4, BLOCK=4)
+
+
+@tilec.jit
+def fp8_dot_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+    tl.store(c_ptr + r[:, None] * B + r[None, :], tl.dot(a, b))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_89", "sm_90a"])
+@pytest.mark.parametrize("fp8", ["fp8e5", "fp8e4nv"])
+def test_fp8_dot_assembles(target, fp8):
+    """mma.sync on fp8 operands needs PTX ISA 8.4 (tutorial 03's fp8 matmul)."""
+    k = tilec.compile(fp8_dot_kernel, signature={"a_ptr": f"*{fp8}", "b_ptr": f"*{fp8}",
+                                                 "c_ptr": "*fp32"},
+                      constexprs={"B": 64}, target=target)
+    assert len(k.asm["cubin"]) > 1000
