@@ -40,7 +40,8 @@ def test_do_bench_return_modes_and_quantiles():
     low = testing.do_bench(fn, warmup=1, rep=5, return_mode="min", device="cpu")
     median = testing.do_bench(fn, warmup=1, rep=5, return_mode="median", device="cpu")
     high = testing.do_bench(fn, warmup=1, rep=5, return_mode="max", device="cpu")
-    assert 0.2 <= low <= high and 0.2 <= median <= high
+    # three separate runs: each is at least the busy time; only min <= max is safe across runs
+    assert 0.2 <= low <= high and median >= 0.2
     qs = testing.do_bench(fn, warmup=1, rep=5, quantiles=[0.5, 0.2, 0.8], device="cpu")
     assert len(qs) == 3 and qs[1] <= qs[0] <= qs[2]
     one = testing.do_bench(fn, warmup=1, rep=5, quantiles=[0.5], device="cpu")

@@ -201,6 +201,8 @@ class JITFunction(KernelInterface):
     def __getitem__(self, grid):
         """``kernel[grid](*args)``: the launch goes through the C++ fast path once
         this specialization has run before, else through ``run``."""
+        if launch.hooks_set():
+            return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
         return self._fast.bind_grid(grid, self.run)
 
     def __call__(self, *args, **kwargs):
@@ -290,9 +292,10 @@ class JITFunction(KernelInterface):
         return self._compile(specs, arch, gpu_options(options))
 
     def run(self, *args, grid, **kwargs):
-        kernel = self._fast.launch(grid, args, kwargs)  # a known GPU specialization
-        if kernel is not None:
-            return kernel
+        if not launch.hooks_set():
+            kernel = self._fast.launch(grid, args, kwargs)  # a known GPU specialization
+            if kernel is not None:
+                return kernel
         return launch.run_kernel(self, args, kwargs, grid)
 
     def _globals_checks(self, kernel):

@@ -3,7 +3,9 @@ GPU tensors), compiling the specialization, and the launch itself."""
 
 import os
 
-from .. import _C, _args
+import contextlib
+
+from .. import _C, _args, knobs
 from .._args import normalize_grid
 from ..backends.nvidia.driver import CudaDriver, arch_of, cuda_available
 from ..compiler.compiler import DEFAULT_GPU_OPTIONS
@@ -88,10 +90,55 @@ def _check_read_only(fn, kernel, memory):
                              "stores through it")
 
 
-def _launch_cpu(fn, kernel, grid, runtime, memory, options):
+def hooks_set():
+    """Whether a launch hook (a profiler's) wants to see every launch; then the
+    launches skip the C++ fast path."""
+    return (knobs.runtime.launch_enter_hook is not None
+            or knobs.runtime.launch_exit_hook is not None)
+
+
+class LaunchMetadata:
+    """What a launch hook is given: ``.get()`` is a dict of the kernel's name,
+    stream and device, and what the kernel's ``launch_metadata(grid, kernel,
+    args)`` adds (a name, flops, bytes), computed only when asked."""
+
+    def __init__(self, fn, kernel, grid, values, stream, device):
+        self._parts = (fn, kernel, grid, values, stream, device)
+        self._data = None
+
+    def get(self):
+        if self._data is None:
+            fn, kernel, grid, values, stream, device = self._parts
+            self._data = {"name": kernel.name, "function": None, "stream": stream,
+                          "device": device}
+            describe = fn.options.get("launch_metadata")
+            if describe is not None:
+                self._data.update(describe(grid, kernel.metadata, values) or {})
+        return self._data
+
+
+@contextlib.contextmanager
+def _hooked(fn, kernel, grid, values, stream, device):
+    """Calls the launch hooks around a launch, when set."""
+    enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    if enter is None and leave is None:
+        yield
+        return
+    metadata = LaunchMetadata(fn, kernel, grid, values, stream, device)
+    if enter is not None:
+        enter(metadata)
+    try:
+        yield
+    finally:
+        if leave is not None:
+            leave(metadata)
+
+
+def _launch_cpu(fn, kernel, grid, runtime, memory, options, values=None):
     _check_read_only(fn, kernel, memory)
     try:
-        kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
+        with _hooked(fn, kernel, grid, values or {}, None, "cpu"):
+            kernel._compiled.launch_cpu(grid, runtime, memory, options.get("num_threads", 0))
     except _C.KernelError as e:
         raise KernelError(str(e)) from None
 
@@ -114,7 +161,7 @@ def _interpret(fn, args, kwargs, grid):
     kernel = fn._compile(specs)
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
     try:
-        _launch_cpu(fn, kernel, grid, runtime, memory, options)
+        _launch_cpu(fn, kernel, grid, runtime, memory, options, values)
     finally:
         for original, copy in copies:
             original.copy_(copy)
@@ -130,13 +177,14 @@ def run_kernel(fn, args, kwargs, grid):
     grid = normalize_grid(fn.__name__, grid, {**values, **options})
     if arch is None:
         kernel = fn._compile(specs)
-        _launch_cpu(fn, kernel, grid, runtime, memory, options)
+        _launch_cpu(fn, kernel, grid, runtime, memory, options, values)
         return kernel
     kernel = fn._compile(specs, arch, gpu_options(options))
     _check_resources(kernel, device)
     stream = options.get("stream")
     if stream is None:
         stream = CudaDriver().get_current_stream(device)
-    kernel.gpu.launch(grid, runtime, int(stream), device)
+    with _hooked(fn, kernel, grid, values, int(stream), device):
+        kernel.gpu.launch(grid, runtime, int(stream), device)
     fn._fast.add(args, kwargs, kernel, kernel.gpu, fn._globals_checks(kernel))
     return kernel
