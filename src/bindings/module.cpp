@@ -204,7 +204,7 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
 
 std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arch, int numWarps,
                                  int numStages, bool enableFpFusion, bool debug, bool assemble,
-                                 int maxRegisters) {
+                                 int maxRegisters, bool launchPdl, bool launchCooperative) {
   nvidia::GpuOptions o;
   o.arch = arch;
   o.numWarps = numWarps;
@@ -212,6 +212,8 @@ std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arc
   o.enableFpFusion = enableFpFusion;
   o.debug = debug;
   o.maxRegisters = maxRegisters;
+  o.launchPdl = launchPdl;
+  o.launchCooperative = launchCooperative;
   return compileForGpu(k, o, assemble);
 }
 
@@ -363,7 +365,8 @@ NB_MODULE(_C, m) {
       .def_prop_ro("stored_args", [](const CompiledKernel &k) { return storedArguments(*k.fn); })
       .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
-           nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0)
+           nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0,
+           nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false)
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

@@ -1455,6 +1455,9 @@ void Program::exec(const Op &op) {
   case OpKind::Print:
     execPrint(op);
     return;
+  case OpKind::GdcWait: // launches run one after another here
+  case OpKind::GdcLaunchDependents:
+    return;
   case OpKind::Assert:
     execAssert(op);
     return;

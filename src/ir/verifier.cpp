@@ -648,6 +648,8 @@ void checkOp(const Op &op) {
   case OpKind::Condition: // placed by checkBlock
   case OpKind::Return:    // placed by checkBlock
   case OpKind::Print:
+  case OpKind::GdcWait:
+  case OpKind::GdcLaunchDependents:
     return;
   }
 }

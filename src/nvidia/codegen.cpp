@@ -283,6 +283,14 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::Print:
     lowerPrint(op);
     return;
+  case OpKind::GdcWait: // griddepcontrol is sm_90's; before it, launches never overlap
+    if (arch >= 90)
+      b.emit("griddepcontrol.wait");
+    return;
+  case OpKind::GdcLaunchDependents:
+    if (arch >= 90)
+      b.emit("griddepcontrol.launch_dependents");
+    return;
   case OpKind::Assert:
     lowerAssert(op);
     return;

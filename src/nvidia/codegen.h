@@ -16,6 +16,9 @@ struct GpuOptions {
   bool enableFpFusion = true; // let ptxas contract a*b+c into fma
   bool debug = false;         // device_assert and assert checked (else dropped, as in Triton)
   int maxRegisters = 0;       // maxnreg: registers per thread at most (0: ptxas decides)
+  // How the kernel is launched (Triton keeps these with the compile options too).
+  bool launchPdl = false;         // programmatic dependent launch (tl.extra.cuda.gdc_*)
+  bool launchCooperative = false; // a cooperative grid: all blocks resident at once
 };
 
 // How one runtime argument is passed: its PTX parameter type.

@@ -167,6 +167,8 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"options.enable_fp_fusion", o.enableFpFusion ? "1" : "0"},
       {"options.debug", o.debug ? "1" : "0"},
       {"options.maxnreg", std::to_string(o.maxRegisters)},
+      {"options.launch_pdl", o.launchPdl ? "1" : "0"},
+      {"options.launch_cooperative_grid", o.launchCooperative ? "1" : "0"},
       {"emit_ms", doubleText(k.emitMs)},
       {"assemble_ms", doubleText(k.assembleMs)},
   });
@@ -222,6 +224,8 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
       parseInt(f["options.num_stages"], o.numStages) &&
       parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
       parseBool(f["options.debug"], o.debug) && parseInt(f["options.maxnreg"], o.maxRegisters) &&
+      parseBool(f["options.launch_pdl"], o.launchPdl) &&
+      parseBool(f["options.launch_cooperative_grid"], o.launchCooperative) &&
       parseDouble(f["emit_ms"], k->emitMs) && parseDouble(f["assemble_ms"], k->assembleMs);
   if (!ok || !isPlausible(*k))
     return nullptr;
@@ -295,8 +299,9 @@ void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> 
     }
     ptrs[i] = &storage[i];
   }
-  cuda::launch(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], numThreads, sharedBytes,
-               stream, ptrs.data());
+  cuda::launchWithAttributes(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+                             numThreads, sharedBytes, stream, ptrs.data(),
+                             options.launchCooperative, options.launchPdl, nullptr);
 }
 
 } // namespace tilec

@@ -1823,6 +1823,15 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("debug_barrier", {}, [](Lowerer &, Args &, R &, const Expr &) {
     return SVal::constant(ConstValue::none());
   });
+  // tl.extra.cuda.gdc_*: programmatic dependent launch (a launch with launch_pdl=True).
+  add("cuda.gdc_wait", {}, [](Lowerer &l, Args &, R &, const Expr &) {
+    l.b_.create(OpKind::GdcWait, {}, {});
+    return SVal::constant(ConstValue::none());
+  });
+  add("cuda.gdc_launch_dependents", {}, [](Lowerer &l, Args &, R &, const Expr &) {
+    l.b_.create(OpKind::GdcLaunchDependents, {}, {});
+    return SVal::constant(ConstValue::none());
+  });
   add("pointer_type", {"element_ty", "address_space="}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return SVal::constant(ConstValue::dtype(Type::pointer(l.dtypeArg(*a[0], "element_ty"))));
   });

@@ -150,6 +150,8 @@ SVal Lowerer::moduleAttr(const std::string &module, const std::string &attr, con
       return SVal::module("libdevice");
     if (attr == "cuda")
       return SVal::module("triton.language.extra.cuda");
+    if (module == "triton.language.extra.cuda" && isBuiltin("cuda." + attr))
+      return SVal::builtin("cuda." + attr);
   }
   // A helper written in the kernel language (tl.rand, ...) or a constant of a
   // language module: the Python side resolves the dotted name.

@@ -16,7 +16,7 @@ from . import cache
 
 # Launch options that change the compiled code, with Triton's defaults.
 DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False,
-                       "maxnreg": None}
+                       "maxnreg": None, "launch_pdl": False, "launch_cooperative_grid": False}
 
 # Triton's type strings -> ours.
 _TYPE_NAMES = {
@@ -45,6 +45,8 @@ def compile_gpu(compiled, arch, options):
     than failing: kernels tuned on bigger cards still run."""
     stages = options["num_stages"]
     limit = max_shared_memory(arch)
+    launch = {"launch_pdl": bool(options.get("launch_pdl")),
+              "launch_cooperative_grid": bool(options.get("launch_cooperative_grid"))}
     try:
         while stages > 1:
             probe = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
@@ -54,7 +56,7 @@ def compile_gpu(compiled, arch, options):
                 break
             stages -= 1
         gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                              options["debug"], maxnreg=options.get("maxnreg") or 0)
+                              options["debug"], maxnreg=options.get("maxnreg") or 0, **launch)
     except _C.CompilationError as e:
         raise compilation_error(str(e)) from None
     if stages != options["num_stages"]:
@@ -99,6 +101,8 @@ class CompiledKernel:
         self.metadata = types.SimpleNamespace(
             name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
             shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
+            launch_pdl=bool(options["launch_pdl"]),
+            launch_cooperative_grid=bool(options["launch_cooperative_grid"]),
         )
         self.n_regs = 0
         self.n_spills = 0
@@ -227,7 +231,7 @@ def make_backend(target):
 
 def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=4,
             num_stages=3, enable_fp_fusion=True, debug=False, divisible_by_16=(), maxnreg=None,
-            options=None):
+            launch_pdl=False, launch_cooperative_grid=False, options=None):
     """Compiles a @jit `kernel` for `target` ("sm_80", "sm_90a", "cpu", or a GPUTarget).
 
     `signature` maps each runtime argument to Triton's type string ('*fp32', 'i32',
@@ -242,8 +246,7 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
                        target=_target_name(target) if not isinstance(target, str) else target,
                        divisible_by_16=source.divisible_by_16,
                        **{k: v for k, v in dict(options or {}).items()
-                          if k in ("num_warps", "num_stages", "enable_fp_fusion", "debug",
-                                   "maxnreg")})
+                          if k in DEFAULT_GPU_OPTIONS})
     target = _target_name(target) if not isinstance(target, str) else target
     signature = dict(signature or {})
     constexprs = dict(constexprs or {})
@@ -262,7 +265,8 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
     specs = tuple(specs)
     compiled, log = kernel._compile_ir(specs, target)
     options = {"num_warps": num_warps, "num_stages": num_stages,
-               "enable_fp_fusion": enable_fp_fusion, "debug": debug, "maxnreg": maxnreg}
+               "enable_fp_fusion": enable_fp_fusion, "debug": debug, "maxnreg": maxnreg,
+               "launch_pdl": launch_pdl, "launch_cooperative_grid": launch_cooperative_grid}
     gpu = None
     if target != "cpu":
         gpu = gpu_kernel(kernel, compiled, specs, log, target, options)

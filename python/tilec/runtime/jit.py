@@ -316,6 +316,7 @@ class JITFunction(KernelInterface):
 _BUILTIN_MODULES = {
     "tilec.language.target_info": "triton.language.target_info",
     "tilec.language.math": "triton.language.math",
+    "tilec.language.extra.cuda": "triton.language.extra.cuda",
 }
 
 

@@ -17,6 +17,7 @@ class CUDAOptions:
     maxnreg: int = None
     enable_fp_fusion: bool = True
     launch_pdl: bool = False
+    launch_cooperative_grid: bool = False
     debug: bool = False
     arch: str = None
     ptx_version: int = None
