@@ -151,7 +151,7 @@ def float_bitwise(x_ptr):
 
 def test_bitwise_on_float():
     err = compile_error(float_bitwise, X)
-    check(err, float_bitwise, "x & 1", "bitwise operator '&' needs integer operands")
+    check(err, float_bitwise, "x & 1", "bitwise operator '&' needs integers")
 
 
 @tilec.jit

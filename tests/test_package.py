@@ -6,6 +6,7 @@ import ast
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 import tilec
@@ -137,3 +138,50 @@ def test_knobs_scope_and_environment(monkeypatch, tmp_path):
         knobs.cache.dir = str(tmp_path)
         assert tilec._C.cache_dir() == str(tmp_path)
     assert knobs.cache.dir != str(tmp_path)
+
+
+def test_internal_testing_helpers(triton_alias, monkeypatch):
+    """What Triton's own tests import from triton._internal_testing."""
+    torch = pytest.importorskip("torch")
+    import triton._internal_testing as t
+    import tilec._internal_testing
+    assert t is tilec._internal_testing
+    x = t.numpy_random((3, 5), "int8")
+    assert x.dtype == np.int8 and x.shape == (3, 5) and (x != 0).all()
+    np.testing.assert_array_equal(x, t.numpy_random((3, 5), "int8"))  # seeded
+    lo = t.numpy_random(1000, "int32", low=-5, high=5)
+    assert lo.min() >= -5 and lo.max() < 5
+    bf = t.numpy_random(64, "bfloat16")
+    assert bf.dtype == np.float32 and not (bf.view(np.uint32) & 0xFFFF).any()
+    u = t.numpy_random(17, "uint16")
+    wrapped = t.to_triton(u, device="cpu")
+    assert isinstance(wrapped, tilec.runtime.jit.TensorWrapper) and wrapped.dtype == tilec.language.uint16
+    np.testing.assert_array_equal(t.to_numpy(wrapped), u)
+    assert t.to_triton(np.ones(4, np.float32), "cpu", "bfloat16").dtype == torch.bfloat16
+    assert t.str_to_triton_dtype("float16") == tilec.language.float16
+    assert t.torch_dtype_name(torch.int64) == "int64" == t.torch_dtype_name(tilec.language.int64)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert t.is_interpreter() and not t.is_cuda() and t.get_arch() == "" and t.supports_tma()
+
+
+def test_fresh_knobs_puts_everything_back(monkeypatch):
+    from tilec import knobs
+    from tilec._internal_testing import _fresh_knobs_impl
+    monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
+    knobs.language.default_fp_fusion = False
+    fresh, reset = _fresh_knobs_impl()
+    try:
+        k = fresh()
+        assert k.autotuning.print is False and k.language.default_fp_fusion is True
+        k.runtime.override_arch = "sm80"
+    finally:
+        reset()
+    del knobs.language.default_fp_fusion
+    assert knobs.autotuning.print is True and knobs.runtime.override_arch is None
+
+
+def test_str_to_ty():
+    tl = tilec.language
+    assert tl.str_to_ty("fp32") == tl.float32 and tl.str_to_ty("i64") == tl.int64
+    ptr = tl.str_to_ty("*kfp16")
+    assert ptr.is_ptr() and ptr.element_ty == tl.float16 and ptr.const

@@ -269,8 +269,8 @@ SVal Lowerer::binary(BinOpKind op, const SVal &a, const SVal &b, const Span &spa
   bool divOrMod = op == BinOpKind::Div || op == BinOpKind::FloorDiv || op == BinOpKind::Mod;
   DType t = computationType(a, b, divOrMod, span);
   if (isBitwise(op) && !isInteger(t))
-    error(span, std::string("bitwise operator '") + spelling(op) +
-                    "' needs integer operands, got " + a.describe() + " and " + b.describe());
+    error(span, "invalid operands of type " + a.describe() + " and " + b.describe() +
+                    std::string(": bitwise operator '") + spelling(op) + "' needs integers");
   if (op == BinOpKind::FloorDiv && !isInteger(t))
     error(span, "'//' needs integer operands, got " + a.describe() + " and " + b.describe() +
                     "; use tl.math.floor(x / y) for floats");

@@ -289,3 +289,18 @@ def constexpr_function(fn):
     arguments, at compile time (``@triton.constexpr_function``)."""
     fn.__tilec_constexpr_function__ = True
     return fn
+
+
+def str_to_ty(name, c=None):
+    """The dtype a signature string names: "fp32", "i32", "*fp16" (a pointer),
+    "*kfp16" (a pointer to const), "constexpr"."""
+    if name.startswith("*"):
+        rest = name[1:]
+        const = rest.startswith("k")
+        return pointer_type(str_to_ty(rest[1:] if const else rest, c), const=const)
+    if name == "constexpr":
+        return constexpr_type(c)
+    aliases = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+               "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+               "B": "int1"}
+    return dtype(aliases.get(name, name))
