@@ -189,18 +189,6 @@ def test_loop_carried_type_change():
 
 
 @tilec.jit
-def small_dot(x_ptr):
-    r = tl.arange(0, 8)
-    a = tl.load(x_ptr + r[:, None] * 8 + r[None, :])
-    tl.store(x_ptr + r[:, None] * 8 + r[None, :], tl.dot(a, a))
-
-
-def test_dot_too_small():
-    err = compile_error(small_dot, np.zeros(64, np.float32))
-    check(err, small_dot, "tl.dot(a, a)", "tl.dot() needs every dimension to be at least 16")
-
-
-@tilec.jit
 def bad_keyword(x_ptr):
     tl.store(x_ptr, tl.load(x_ptr, maks=None))
 

@@ -1863,6 +1863,8 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, CASE: tl.constexpr, EXPECTED: tl.co
         c = tl.dot(a, b, out_dtype=tl.float16)
     elif CASE == "out_f32":
         c = tl.dot(a, b, out_dtype=tl.float32)
+    elif CASE == "out_i8":  # int8 products are int32 whatever out_dtype says, as in Triton
+        c = tl.dot(a, b, out_dtype=tl.int8)
     elif CASE == "trans":
         c = tl.dot(a, tl.trans(tl.trans(b)))
     tl.static_assert(c.dtype == EXPECTED)
@@ -1913,7 +1915,7 @@ def test_dot_bf16_inputs(rng, case):
     np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["default", "acc"])
+@pytest.mark.parametrize("case", ["default", "acc", "out_i8"])
 def test_dot_int8_inputs(rng, case):
     M, N, K = 23, 17, 40
     a, b = full_range(rng, (M, K), np.int8), full_range(rng, (K, N), np.int8)
@@ -1924,6 +1926,25 @@ def test_dot_int8_inputs(rng, case):
         ref = ref + c
     run_dot(a, b, c, case, tl.int32, blocks=(32, 32, 64))
     np.testing.assert_array_equal(c, ref)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
+@pytest.mark.parametrize("blocks", [(1, 32, 32), (32, 2, 16), (8, 8, 8), (16, 16, 1)])
+def test_dot_small_tiles(rng, dtype, blocks):
+    """Tiles smaller than the tensor cores take (a row, two columns, K of 1) run on
+    the CUDA cores, as Triton's interpreter runs them."""
+    M, N, K = blocks
+    if dtype == "int8":
+        a, b = full_range(rng, (M, K), np.int8), full_range(rng, (K, N), np.int8)
+        c = np.zeros((M, N), np.int32)
+        run_dot(a, b, c, "default", tl.int32, blocks=blocks)
+        np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+        return
+    a, b = nonzero(rng, (M, K)).astype(dtype), nonzero(rng, (K, N)).astype(dtype)
+    c = np.zeros((M, N), np.float32)
+    run_dot(a, b, c, "ieee" if dtype == "float32" else "default", tl.float32, blocks=blocks)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
 
 
 def _round_mantissa(x, bits, mode):
@@ -2996,6 +3017,72 @@ def test_matmul_through_tensor_descriptors(rng):
                                atol=1e-4)
 
 
+@tilec.jit
+def descriptor_fields_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr,
+                             PAD: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                     padding_option=PAD)
+    # shape and strides are the runtime values given; dtype is the element type
+    tl.store(out_ptr + tl.arange(0, 4), tl.join(tl.join(desc.shape[0], desc.shape[1]),
+                                                tl.join(desc.strides[0], desc.strides[1])
+                                                ).reshape(4).to(tl.float32))
+    tile = desc.load([M - 2, 0])  # rows past M are padding
+    tl.static_assert(tile.dtype == desc.dtype)
+    tl.store(out_ptr + 4 + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], tile)
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_tensor_descriptor_fields_and_padding(rng, pad):
+    M, N = 13, 8
+    x = nonzero(rng, (M, N))
+    out = np.zeros(4 + 4 * N, np.float32)
+    descriptor_fields_kernel[(1,)](x, out, M, N, BM=4, BN=N, PAD=pad)
+    np.testing.assert_array_equal(out[:4], [M, N, N, 1])
+    tile = out[4:].reshape(4, N)
+    np.testing.assert_array_equal(tile[:2], x[M - 2:])
+    assert (np.isnan(tile[2:]) if pad == "nan" else tile[2:] == 0).all()
+
+
+@tilec.jit
+def descriptor_rows_kernel(x_ptr, idx_ptr, out_ptr, y_ptr, col, X, Y, R: tl.constexpr,
+                           BY: tl.constexpr):
+    idx = tl.load(idx_ptr + tl.arange(0, R))
+    src = tl.make_tensor_descriptor(x_ptr, [X, Y], [Y, 1], [1, BY])
+    rows = src.gather(idx, col)  # rows idx[i], columns col .. col+BY-1; zeros outside
+    tl.store(out_ptr + tl.arange(0, R)[:, None] * BY + tl.arange(0, BY)[None, :], rows)
+    dst = tl.make_tensor_descriptor(y_ptr, [X, Y], [Y, 1], [1, BY])
+    dst.scatter(rows + 1, idx, col)
+
+
+def test_tensor_descriptor_gather_and_scatter_rows(rng):
+    X, Y, R, BY, col = 37, 45, 8, 16, 36  # the last 7 columns of each tile are outside
+    x = nonzero(rng, (X, Y))
+    idx = rng.permutation(X)[:R].astype(np.int32)
+    out = np.zeros((R, BY), np.float32)
+    y = np.zeros((X, Y), np.float32)
+    descriptor_rows_kernel[(1,)](x, idx, out, y, col, X, Y, R=R, BY=BY)
+    ref = np.zeros((R, BY), np.float32)
+    ref[:, :Y - col] = x[idx, col:]
+    np.testing.assert_array_equal(out, ref)
+    ref_y = np.zeros((X, Y), np.float32)
+    ref_y[idx, col:] = x[idx, col:] + 1
+    np.testing.assert_array_equal(y, ref_y)
+
+
+@tilec.jit
+def block_ptr_element_type_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
+    bp = tl.make_block_ptr(src_ptr, (N,), (1,), (0,), (BLOCK,), (0,))
+    v = tl.load(bp, boundary_check=(0,)).to(bp.dtype.element_ty)
+    tl.store(dst_ptr + tl.arange(0, BLOCK), v, mask=tl.arange(0, BLOCK) < N)
+
+
+def test_block_pointer_dtype_element_ty(rng):
+    x = nonzero(rng, 13).astype(np.float16)
+    y = np.zeros(13, np.float16)
+    block_ptr_element_type_kernel[(1,)](x, y, 13, BLOCK=16)
+    np.testing.assert_array_equal(y, x)
+
+
 # --- join, split, interleave, cat
 
 
@@ -3477,6 +3564,25 @@ def test_host_tensor_descriptors_as_kernel_arguments(rng):
         TensorDescriptor(c, c.shape, c.stride(), [BM, BN]), K, BM=BM, BN=BN, BK=BK)
     np.testing.assert_allclose(c.numpy(), (a.double() @ b.double()).numpy(), rtol=1e-5,
                                atol=1e-4)
+
+
+@tilec.jit
+def host_descriptor_fields_kernel(desc, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    M = desc.shape[0]
+    tile = desc.load([M - 1, 0])
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], tile)
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_host_tensor_descriptor_shape_and_padding(rng, pad):
+    torch = pytest.importorskip("torch")
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    x = torch.from_numpy(nonzero(rng, (9, 16)))
+    out = torch.zeros(4, 16)
+    desc = TensorDescriptor(x, x.shape, x.stride(), [4, 16], padding=pad)
+    host_descriptor_fields_kernel[(1,)](desc, out, BM=4, BN=16)
+    assert torch.equal(out[0], x[8])
+    assert (out[1:].isnan() if pad == "nan" else out[1:] == 0).all()
 
 
 @tilec.jit

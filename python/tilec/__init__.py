@@ -17,7 +17,9 @@ from . import tools  # noqa: F401
 from .compiler import compile  # noqa: F401
 from .runtime.errors import OutOfResources  # noqa: F401
 from .errors import CompilationError, KernelError, TritonError  # noqa: F401
-from .runtime.jit import JITFunction, KernelInterface, jit  # noqa: F401
+from .runtime.jit import (  # noqa: F401
+    JITFunction, KernelInterface, MockTensor, TensorWrapper, jit, reinterpret)
+from .runtime.errors import InterpreterError  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
 from .runtime._allocation import set_allocator  # noqa: F401
 from .language.core import constexpr_function  # noqa: F401

@@ -174,11 +174,12 @@ def specialize(name, value, constexpr_param, specialize_ints):
         aligned = 16 if ptr % 16 == 0 else 1
         return ("ptr", element_type(value, name), aligned), ptr
     if is_descriptor(value):  # base pointer, then each dim's size and stride
-        if value.padding != "zero":
-            raise ValueError(f"argument '{name}': tilec's tensor descriptors pad with zeros only")
+        if value.padding not in ("zero", "nan"):
+            raise ValueError(f"argument '{name}': padding must be 'zero' or 'nan', "
+                             f"got {value.padding!r}")
         ptr = data_pointer(value.base)
         spec = ("desc", element_type(value.base, name), 16 if ptr % 16 == 0 else 1,
-                tuple(value.block_shape))
+                tuple(value.block_shape), value.padding)
         return spec, [ptr, *value.shape, *value.strides]
     raise TypeError(
         f"argument '{name}' has type {type(value).__name__}; a kernel takes tensors, "

@@ -153,12 +153,13 @@ KernelParam toParam(nb::handle spec) {
     p.kind = KernelParam::Tuple;
     for (nb::handle e : nb::cast<nb::tuple>(t[1]))
       p.elems.push_back(toParam(e));
-  } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape)
+  } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape, padding)
     p.kind = KernelParam::Descriptor;
     p.dtype = dtypeAt(1);
     p.divisibility = nb::cast<int>(t[2]);
     for (nb::handle d : nb::cast<nb::tuple>(t[3]))
       p.blockShape.push_back(nb::cast<int64_t>(d));
+    p.padding = nb::cast<std::string>(t[4]);
   } else {
     throw std::invalid_argument("unknown parameter kind " + kind);
   }

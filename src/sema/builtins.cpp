@@ -1110,11 +1110,23 @@ SVal topkFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 // block_shape of a row-major tensor; desc.load(offsets) and desc.store(offsets,
 // value) read and write the tile at `offsets`, zeros outside the tensor, as
 // Triton's (TMA) descriptors do. Built on a block pointer at offset 0.
+// The make_block_ptr op a block pointer (a tensor descriptor) was made by,
+// through the advances since; nullptr when it came through a loop or an if.
+const Op *blockPtrOrigin(const Value *v) {
+  while (v->def && v->def->kind == OpKind::Advance)
+    v = v->def->operand(0);
+  return v->def && v->def->kind == OpKind::MakeBlockPtr ? v->def : nullptr;
+}
+
 SVal makeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &rest, const Expr &call) {
   std::vector<int64_t> block = l.shapeArg(*a[3], "block_shape");
-  if (given(a[4]) && !(a[4]->val.isConst() && a[4]->val.c.kind == ConstValue::Str &&
-                       a[4]->val.c.s == "zero"))
-    l.error(a[4]->span, "tl.make_tensor_descriptor(): padding_option must be 'zero'");
+  std::string padding = "zero";
+  if (given(a[4])) {
+    if (!(a[4]->val.isConst() && a[4]->val.c.kind == ConstValue::Str &&
+          (a[4]->val.c.s == "zero" || a[4]->val.c.s == "nan")))
+      l.error(a[4]->span, "tl.make_tensor_descriptor(): padding_option must be 'zero' or 'nan'");
+    padding = a[4]->val.c.s;
+  }
   std::vector<ConstValue> zeros, order;
   for (size_t d = 0; d < block.size(); ++d) {
     zeros.push_back(ConstValue::integer(0));
@@ -1127,7 +1139,9 @@ SVal makeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &rest, const Exp
   bp[3] = Arg{SVal::constant(ConstValue::tuple(zeros)), call.span};
   bp[4] = a[3];
   bp[5] = Arg{SVal::constant(ConstValue::tuple(order)), call.span};
-  return makeBlockPtr(l, bp, rest, call);
+  SVal desc = makeBlockPtr(l, bp, rest, call);
+  desc.v->def->setAttr("padding", padding); // what its loads give outside the tensor
+  return desc;
 }
 
 // The tile of descriptor a[0] at offsets a[1]: its block pointer moved there.
@@ -1151,7 +1165,8 @@ SVal loadTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &c
   Op *op = l.b_.create(OpKind::LoadBlock, {p},
                        {Type::scalar(p->type.pointee).withShape(p->type.blockShape)});
   op->setAttr("boundary_check", all);
-  op->setAttr("padding", "zero");
+  const Op *origin = blockPtrOrigin(p);
+  op->setAttr("padding", origin ? origin->strAttr("padding", "zero") : std::string("zero"));
   return SVal::tensor(op->result());
 }
 
@@ -1164,6 +1179,57 @@ SVal storeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &
     all.push_back((int64_t)d);
   Op *op = l.b_.create(OpKind::StoreBlock, {p, v}, {});
   op->setAttr("boundary_check", all);
+  return SVal::constant(ConstValue::none());
+}
+
+// desc.gather(x_offsets, y) / desc.scatter(value, x_offsets, y) on a 2-D
+// descriptor with block_shape [1, N]: rows x_offsets[i], columns y .. y+N-1,
+// as one masked load or store (zeros outside the tensor, nothing stored there).
+// Returns the pointers and the mask, both [len(x_offsets), N].
+std::pair<Value *, Value *> descriptorRows(Lowerer &l, Args &a, size_t rowsAt, const Expr &call,
+                                           const char *fnName) {
+  Value *p = l.tensorArg(*a[0], "desc");
+  const Op *origin = p->type.dtype == DType::BlockPtr ? blockPtrOrigin(p) : nullptr;
+  if (!origin || p->type.blockShape.size() != 2 || p->type.blockShape[0] != 1)
+    l.error(a[0]->span, std::string(fnName) + "() needs a 2-D tensor descriptor with block_shape "
+                        "[1, N] made in this kernel, got " + a[0]->val.describe());
+  Value *rows = l.tensorArg(*a[rowsAt], "x_offsets");
+  if (rows->type.rank() != 1 || !isInteger(rows->type.dtype))
+    l.error(a[rowsAt]->span, std::string(fnName) + "(): x_offsets must be a 1-D integer tensor, got " +
+                                 rows->type.str());
+  const Span &span = call.span;
+  Op *range = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({p->type.blockShape[1]})});
+  range->setAttr("start", (int64_t)0);
+  range->setAttr("end", p->type.blockShape[1]);
+  SVal r = SVal::tensor(l.expandDims(rows, 1));
+  SVal c = l.binary(BinOpKind::Add, a[rowsAt + 1]->val, SVal::tensor(range->result()), span);
+  c = SVal::tensor(l.expandDims(l.materialize(c, span), 0));
+  auto operand = [&](int i) { return SVal::tensor(origin->operand(i)); };
+  SVal offset = l.binary(BinOpKind::Add, l.binary(BinOpKind::Mul, r, operand(3), span),
+                         l.binary(BinOpKind::Mul, c, operand(4), span), span);
+  SVal ptrs = l.binary(BinOpKind::Add, operand(0), offset, span);
+  auto inside = [&](const SVal &i, int dim) {
+    SVal zero = SVal::constant(ConstValue::integer(0));
+    return l.binary(BinOpKind::BitAnd, l.compare(CmpOpKind::GtE, i, zero, span),
+                    l.compare(CmpOpKind::Lt, i, operand(1 + dim), span), span);
+  };
+  SVal mask = l.binary(BinOpKind::BitAnd, inside(r, 0), inside(c, 1), span);
+  return l.broadcastPair(l.materialize(ptrs, span), l.materialize(mask, span), span);
+}
+
+SVal gatherTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  auto [ptrs, mask] = descriptorRows(l, a, 1, call, "desc.gather");
+  Value *zero = l.splatTo(l.constScalar(ConstValue::integer(0), ptrs->type.pointee), ptrs->type.shape);
+  Type t = Type::scalar(ptrs->type.pointee).withShape(ptrs->type.shape);
+  return SVal::tensor(l.b_.create1(OpKind::Load, {ptrs, mask, zero}, t));
+}
+
+SVal scatterTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
+  auto [ptrs, mask] = descriptorRows(l, a, 2, call, "desc.scatter");
+  l.checkWritable(ptrs, call.span);
+  Value *v = l.materialize(a[1]->val, a[1]->span, ptrs->type.pointee);
+  v = l.broadcastTo(v, ptrs->type.shape, a[1]->span);
+  l.b_.create(OpKind::Store, {ptrs, v, mask}, {});
   return SVal::constant(ConstValue::none());
 }
 
@@ -1265,10 +1331,7 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   int64_t k2 = y->type.shape[rank - 2], n = y->type.shape[rank - 1];
   if (k != k2 || (rank == 3 && x->type.shape[0] != y->type.shape[0]))
     l.error(call.span, "tl.dot(): incompatible shapes " + x->type.str() + " and " + y->type.str());
-  if (m < 16 || n < 16 || k < 16)
-    l.error(call.span, "tl.dot() needs every dimension to be at least 16, got M=" +
-                           std::to_string(m) + ", N=" + std::to_string(n) + ", K=" +
-                           std::to_string(k));
+  // Any size runs: shapes the tensor cores do not fit take the CUDA-core path.
   DType dx = x->type.dtype, dy = y->type.dtype;
   if (dx != dy) {
     if (isFloat(dx) && isFloat(dy) && dtypeBits(dx) >= 16 && dtypeBits(dy) >= 16) {
@@ -1285,7 +1348,7 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   if (isInt && dx != DType::I8 && dx != DType::U8)
     l.error(call.span, std::string("tl.dot() supports int8 but not ") + dtypeName(dx));
   DType out = isInt ? DType::I32 : DType::F32;
-  if (given(a[6]))
+  if (given(a[6]) && !isInt) // int8 products accumulate in int32 whatever out_dtype says, as in Triton
     out = l.dtypeArg(*a[6], "out_dtype");
   std::vector<int64_t> shape = x->type.shape;
   shape[rank - 1] = n;
@@ -1669,6 +1732,9 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("make_tensor_descriptor", {"base", "shape", "strides", "block_shape", "padding_option="},
       makeTensorDescriptor);
   add("load_tensor_descriptor", {"desc", "offsets"}, loadTensorDescriptor);
+  add("gather_tensor_descriptor", {"desc", "x_offsets", "y_offset"}, gatherTensorDescriptor);
+  add("scatter_tensor_descriptor", {"desc", "value", "x_offsets", "y_offset"},
+      scatterTensorDescriptor);
   add("store_tensor_descriptor", {"desc", "offsets", "value"}, storeTensorDescriptor);
   add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);
@@ -2046,9 +2112,13 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
   Value *v = base.v;
   // .type as .dtype: Out.type.element_ty (a pointer's pointee) and x.type.element_ty
   // (a tensor's scalar type) both read through dtypeAttribute's element_ty.
+  // A tensor descriptor's (and a block pointer's) dtype is its element type, so that
+  // desc.dtype and block_ptr.dtype.element_ty both name it.
+  if (v->type.dtype == DType::BlockPtr && (attr == "dtype" || attr == "type"))
+    return SVal::constant(ConstValue::dtype(Type::scalar(v->type.pointee)));
   if (attr == "dtype" || attr == "type")
     return SVal::constant(ConstValue::dtype(v->type.element()));
-  if (attr == "shape") {
+  if (attr == "shape" && v->type.dtype != DType::BlockPtr) {
     std::vector<ConstValue> dims;
     for (int64_t d : v->type.shape)
       dims.push_back(ConstValue::integer(d));
@@ -2064,7 +2134,7 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
     return SVal::tensor(op->result());
   }
   if (v->type.dtype == DType::BlockPtr) { // a tensor descriptor's methods and block shape
-    if (attr == "load" || attr == "store") {
+    if (attr == "load" || attr == "store" || attr == "gather" || attr == "scatter") {
       SVal m = SVal::builtin(attr + "_tensor_descriptor");
       m.elems.push_back(base);
       return m;
@@ -2074,6 +2144,17 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
       for (int64_t d : v->type.blockShape)
         dims.push_back(ConstValue::integer(d));
       return SVal::constant(ConstValue::tuple(dims));
+    }
+    if (attr == "shape" || attr == "strides") { // operands of the make_block_ptr it came from
+      const Op *origin = blockPtrOrigin(v);
+      if (!origin)
+        error(span, "the " + attr + " of this tensor descriptor is not known here (it was "
+                    "carried through a loop or an if); pass it to the kernel instead");
+      size_t rank = v->type.blockShape.size(), first = attr == "shape" ? 1 : 1 + rank;
+      std::vector<SVal> dims;
+      for (size_t d = 0; d < rank; ++d)
+        dims.push_back(SVal::tensor(origin->operand(first + d)));
+      return SVal::tuple(dims);
     }
   }
   if (isTensorMethod(attr)) {

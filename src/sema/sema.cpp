@@ -44,6 +44,7 @@ static Value *descriptorParam(Function &fn, Builder &entry, const std::string &n
   Op *op = entry.create(OpKind::MakeBlockPtr, operands,
                         {Type::blockPointer(p.dtype, p.blockShape)});
   op->setAttr("order", order);
+  op->setAttr("padding", p.padding);
   return op->result();
 }
 

@@ -21,6 +21,7 @@ struct KernelParam {
   DType dtype = DType::I32; // Pointer, Descriptor: the pointee; Int: i32, i64 or u64; Float: f32 or f64
   int divisibility = 1;  // Pointer: 16 when 16-byte aligned; Int: 16 when a multiple of 16
   std::vector<int64_t> blockShape; // Descriptor: the tile it loads and stores
+  std::string padding = "zero";    // Descriptor: what loads give outside the tensor ("nan")
   std::vector<KernelParam> elems;  // Tuple
 };
 

@@ -421,6 +421,21 @@ class TensorWrapper:
     def to(self, device):
         return TensorWrapper(self.base.to(device), self.dtype)
 
+    def new_empty(self, sizes):
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
+
+    def new_zeros(self, sizes):
+        return TensorWrapper(self.base.new_zeros(sizes), self.dtype)
+
+    def size(self, *args):
+        return self.base.size(*args)
+
+    def is_contiguous(self, *args, **kwargs):
+        return self.base.is_contiguous(*args, **kwargs)
+
+    def __getitem__(self, index):
+        return TensorWrapper(self.base[index], self.dtype)
+
     def __str__(self):
         return f"TensorWrapper[{self.dtype}]({self.base})"
 
