@@ -3829,3 +3829,47 @@ def test_getattr_of_a_module_by_constexpr_name(rng):
         np.testing.assert_allclose(out, ref(x), rtol=2e-6)
     with pytest.raises(tilec.CompilationError, match="has no attribute 'no_such_fn'"):
         apply_kernel[(1,)](x, out, "no_such_fn", BLOCK=16)
+
+
+# --- Triton's small conveniences: x.item(), `if` on a one-element tensor,
+# slices spelled with None, a literal's dtype, constant masks with `other`
+
+
+@tilec.jit
+def conveniences_kernel(x_ptr, out_ptr, N: tl.constexpr, MASK: tl.constexpr):
+    one = tl.load(x_ptr + tl.arange(0, 1))  # tensor<1>
+    first = one.item()
+    if one > 0:  # a one-element condition
+        first = first * 2
+    data = tl.arange(0, N)
+    t = data[None, None:, None]  # [1, N, 1]
+    tl.static_assert(t.shape == (1, N, 1))
+    s = tl.full([], 3, tl.int32)[None, None]
+    tl.static_assert(s.shape == (1, 1))
+    value = 1
+    ones = tl.full([N], value, dtype=value.dtype)
+    tl.static_assert(ones.dtype == tl.int32)
+    loaded = tl.load(x_ptr + data, mask=MASK, other=7.0)
+    tl.store(out_ptr + data, loaded + first + ones + t.reshape(N) * 0)
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_item_one_element_conditions_none_slices_and_constant_masks(rng, mask):
+    for first in (2.5, -1.5):
+        x = nonzero(rng, 8)
+        x[0] = first
+        out = np.zeros(8, np.float32)
+        conveniences_kernel[(1,)](x, out, N=8, MASK=mask)
+        scaled = first * 2 if first > 0 else first
+        np.testing.assert_allclose(out, (x if mask else 7.0) + scaled + 1, rtol=1e-6)
+
+
+@tilec.jit
+def bad_slice_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.store(x_ptr + tl.arange(0, 8), x[8:])
+
+
+def test_slices_with_bounds_are_refused():
+    with pytest.raises(tilec.CompilationError, match="unsupported tensor index"):
+        bad_slice_kernel[(1,)](np.zeros(16, np.float32))

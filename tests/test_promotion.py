@@ -3,6 +3,7 @@ element types (and each type with a Python bool, int and float) under `+`
 and under `%`, against the rules of Triton's computation_type_impl, restated
 here on their own."""
 
+import numpy as np
 import pytest
 
 import tilec
@@ -112,3 +113,18 @@ def test_tensor_with_a_python_scalar(a, scalar, scalar_type):
     if want is not None and unsigned(want) is False and scalar == "int" and a == "int1":
         want = "int32"
     check(a, "int1", scalar, False, want)
+
+
+@tilec.jit
+def shift_right_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) >> tl.load(y_ptr + offs))
+
+
+def test_right_shift_of_a_signed_value_by_an_unsigned_one_is_arithmetic(rng):
+    """int8 >> uint8 promotes to uint8 but shifts arithmetically, as Triton does."""
+    x = rng.integers(-128, 128, 64).astype(np.int8)
+    y = rng.integers(0, 8, 64).astype(np.uint8)
+    out = np.zeros(64, np.uint8)
+    shift_right_kernel[(1,)](x, y, out, N=64)
+    np.testing.assert_array_equal(out, (x >> y.astype(np.int8)).view(np.uint8))

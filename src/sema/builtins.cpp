@@ -162,9 +162,9 @@ SVal load(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
       Value *other = l.materialize(a[2]->val, a[2]->span, ptr->type.pointee);
       operands.push_back(l.broadcastTo(other, ptr->type.shape, a[2]->span));
     }
-  } else if (given(a[2])) {
+  } else if (given(a[2]) && !given(a[1])) {
     l.error(a[2]->span, "tl.load(): 'other' needs a 'mask'");
-  }
+  } // (with mask=True, other is never taken)
   return SVal::tensor(l.b_.create1(OpKind::Load, operands, resultType));
 }
 
@@ -1736,6 +1736,9 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("scatter_tensor_descriptor", {"desc", "value", "x_offsets", "y_offset"},
       scatterTensorDescriptor);
   add("store_tensor_descriptor", {"desc", "offsets", "value"}, storeTensorDescriptor);
+  add("item", {"input"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
+    return SVal::tensor(l.unsplat(l.materialize(a[0]->val, a[0]->span), c.span));
+  });
   add("where", {"condition", "x", "y"}, [](Lowerer &l, Args &a, R &, const Expr &c) {
     return l.where(a[0]->val, a[1]->val, a[2]->val, c.span);
   });
@@ -2035,7 +2038,7 @@ bool isTensorMethod(const std::string &name) {
       "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
       "atomic_xchg", "atomic_cas", "atomic_load", "atomic_store", "atomic_poll", "store",
       "advance", "cdiv", "gather", "histogram", "reduce_or", "sqrt_rn", "logical_and",
-      "logical_or"};
+      "logical_or", "item"};
   for (const char *m : methods)
     if (name == m)
       return true;

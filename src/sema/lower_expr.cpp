@@ -239,6 +239,8 @@ SVal Lowerer::attribute(const SVal &base, const std::string &name, const Span &s
       return dtypeAttribute(base.c, name, span);
     if (name == "value")
       return base;
+    if (name == "dtype" && base.c.isNumber()) // `value = 1; value.dtype`: the type Triton gives it
+      return SVal::constant(ConstValue::dtype(materialize(base, span)->type.element()));
     break;
   default:
     break;
@@ -275,17 +277,14 @@ SVal Lowerer::evalSubscript(const Expr &e) {
       v = expandDims(v, dim++);
       continue;
     }
-    if (ix->kind == ExprKind::Slice && !ix->a && !ix->b && !ix->c) {
-      if (dim >= v->type.rank())
-        error(ix->span, "too many indices for " + base.v->type.str());
-      ++dim;
+    auto isNone = [](const ExprPtr &x) { return !x || x->kind == ExprKind::None; };
+    if (ix->kind == ExprKind::Slice && isNone(ix->a) && isNone(ix->b) && isNone(ix->c)) {
+      ++dim; // ':' keeps a dim; as in Triton, one past the last dim is allowed (Z[None, :] of a scalar)
       continue;
     }
-    error(ix->span, "tensors support only ':' and None as indices (x[:, None]); "
-                    "use tl.load with computed offsets to pick elements");
+    error(ix->span, "unsupported tensor index: tensors take only ':' and None as indices "
+                    "(x[:, None]); use tl.load with computed offsets to pick elements");
   }
-  if (dim < v->type.rank() && indices.size() > 1)
-    error(e.span, "too few indices for " + base.v->type.str());
   return SVal::tensor(v);
 }
 

@@ -97,7 +97,9 @@ public:
   Value *broadcastTo(Value *v, const std::vector<int64_t> &shape, const Span &span);
   Value *splatTo(Value *v, const std::vector<int64_t> &shape);
   Value *toCondition(const SVal &v, const Span &span); // scalar i1
-  Value *toMask(Value *v);                               // i1 of any shape
+  Value *toMask(Value *v); // i1 of any shape
+  // The scalar in a one-element tensor (x.item(), `if x:`).
+  Value *unsplat(Value *v, const Span &span);
   SVal binary(BinOpKind op, const SVal &a, const SVal &b, const Span &span);
   SVal compare(CmpOpKind op, const SVal &a, const SVal &b, const Span &span);
   SVal unary(UnaryOpKind op, const SVal &a, const Span &span);

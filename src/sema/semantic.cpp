@@ -1,6 +1,7 @@
 // Triton's typing rules: the types of literals, type promotion of binary
 // operands, broadcasting, casts, and the typed elementwise operations built on
 // them. Every IR value sema creates for an operator goes through here.
+#include <map>
 #include <cmath>
 #include <limits>
 
@@ -189,8 +190,19 @@ std::pair<Value *, Value *> Lowerer::broadcastPair(Value *a, Value *b, const Spa
 
 Value *Lowerer::toMask(Value *v) { return v->type.dtype == DType::I1 ? v : castTo(v, DType::I1); }
 
+// The one element of a one-element tensor (x.item()), as a scalar.
+Value *Lowerer::unsplat(Value *v, const Span &span) {
+  if (v->type.isScalar())
+    return v;
+  if (v->type.numel() != 1)
+    error(span, "item() needs a tensor of one element, got " + v->type.str());
+  return reduce(OpKind::ReduceMax, v, SVal::constant(ConstValue::none()), false, span).v;
+}
+
 Value *Lowerer::toCondition(const SVal &v, const Span &span) {
   Value *c = materialize(v, span);
+  if (c->type.isTensor() && c->type.numel() == 1) // `if x:` of a one-element tensor, as in Triton
+    c = unsplat(c, span);
   if (c->type.isTensor())
     error(span, "a condition must be a scalar, got " + c->type.str());
   if (isPointer(c->type.dtype))
@@ -280,6 +292,19 @@ SVal Lowerer::binary(BinOpKind op, const SVal &a, const SVal &b, const Span &spa
     checkScalarFits(*s, t, span);
   Value *x = materialize(a, span, t), *y = materialize(b, span, t);
   auto [bx, by] = broadcastPair(x, y, span);
+  bool signedLeft = (a.isTensor() && dtypeKind(a.v->type.dtype) == DKind::Int) ||
+                    (a.isConst() && a.c.kind == ConstValue::Int);
+  if (op == BinOpKind::RShift && isUnsigned(t) && signedLeft) {
+    // As in Triton, >> is arithmetic when the left operand is signed, even when
+    // promotion made both unsigned (int8 >> uint8 shifts the uint8 bits arithmetically).
+    static const std::map<DType, DType> asSigned = {
+        {DType::U8, DType::I8}, {DType::U16, DType::I16}, {DType::U32, DType::I32},
+        {DType::U64, DType::I64}};
+    Type st = bx->type.withDType(asSigned.at(t));
+    Value *sx = b_.create1(OpKind::Bitcast, {bx}, st), *sy = b_.create1(OpKind::Bitcast, {by}, st);
+    Value *r = elementwise(OpKind::Shr, {sx, sy}, span);
+    return SVal::tensor(b_.create1(OpKind::Bitcast, {r}, bx->type));
+  }
   return SVal::tensor(elementwise(arithmeticOp(op, t), {bx, by}, span));
 }
 
