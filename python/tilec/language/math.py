@@ -1,4 +1,11 @@
-"""``tl.math``: the math functions a kernel may call (see tilec.language)."""
+"""``tl.math``: the math functions a kernel may call (see tilec.language).
+
+The names below are compiled as built-ins ("math.exp", ...): these stubs, being
+in this module, are how the compiler knows them when a kernel imports them by
+value. The other libdevice functions (erfc, lgamma, j0, ...) are re-exported
+from tilec.language.extra.libdevice, where they are written in the kernel language."""
+
+from .extra import libdevice as _libdevice
 
 
 def _kernel_only(name):
@@ -12,4 +19,8 @@ def _kernel_only(name):
 for _name in ("exp exp2 log log2 sqrt sqrt_rn rsqrt abs sin cos floor ceil erf sigmoid fma "
               "div_rn fdiv umulhi cdiv pow atan2 tanh").split():
     globals()[_name] = _kernel_only(_name)
+
+for _name in _libdevice.__all__:
+    if _name not in globals():
+        globals()[_name] = getattr(_libdevice, _name)
 del _name

@@ -1,4 +1,4 @@
-"""``tl.extra``: vendor libraries (``tl.extra.cuda.libdevice``)."""
+"""``tl.extra``: vendor libraries. ``tl.extra.libdevice`` and
+``tl.extra.cuda.libdevice`` are the same functions (see libdevice.py)."""
 
-from . import cuda  # noqa: F401
-from .cuda import libdevice  # noqa: F401
+from . import cuda, libdevice  # noqa: F401
