@@ -4,12 +4,17 @@
 # kernels, the examples and the benchmarks, and leaves the logs in $OUT. Used as
 #   run(command="bash scripts/gpu_check.sh")          # everything
 #   run(command="bash scripts/gpu_check.sh tests")    # build + tests only
+#   run(command="bash scripts/gpu_check.sh tests tutorials")  # several parts in one call
 #   run(command="bash scripts/gpu_check.sh language") # build + the wider language's benchmarks
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
-WHAT=${1:-all}
+ARGS=" ${*:-all} "
+want() {  # whether any of the named parts was asked for (all: everything but conformance)
+  for part in "$@"; do [[ $ARGS == *" $part "* ]] && return 0; done
+  [[ $ARGS == *" all "* && $1 != conformance* ]]
+}
 
 { nvidia-smi; python3 --version; g++ --version | head -1; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } \
   > "$OUT/env.log" 2>&1
@@ -26,7 +31,7 @@ if ! CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install --no-build-isolation
 fi
 echo "build: $(( $(date +%s) - start )) s"
 
-if [[ $WHAT == all || $WHAT == tests ]]; then
+if want tests; then
   start=$(date +%s)
   $PY -m pytest -q -n 8 -p no:cacheprovider tests > "$OUT/tests.log" 2>&1
   echo "tests ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/tests.log")"
@@ -38,24 +43,24 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
     grep -E "^(FAILED|ERROR)" "$OUT/tests_w$warps.log" | head -30
   done
 fi
-if [[ $WHAT == all || $WHAT == sanitize ]]; then
+if want sanitize; then
   start=$(date +%s)
   compute-sanitizer --tool memcheck --print-limit 20 $PY scripts/sanitize_kernels.py \
     > "$OUT/sanitizer.log" 2>&1
   echo "compute-sanitizer ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/sanitizer.log")"
 fi
-if [[ $WHAT == all || $WHAT == bench ]]; then
+if want bench; then
   $PY examples/run_all.py > "$OUT/examples.log" 2>&1; cat "$OUT/examples.log"
   $PY benchmarks/gpu.py --plot "$OUT" 2>&1 | tee "$OUT/bench.log"
 fi
-if [[ $WHAT == all || $WHAT == bench || $WHAT == language ]]; then
+if want bench language; then
   $PY benchmarks/language_ops.py 2>&1 | tee "$OUT/language_ops.log"
 fi
 # Triton's tutorials and tests, unchanged, with `import triton` giving tilec. The
 # conformance folder is ../shared/conformance, copied into .conformance (ignored
 # by git) and carried: `cp -r ../shared/conformance .conformance`.
 CONF=$PWD/.conformance
-if [[ $WHAT == all || $WHAT == tutorials ]] && [[ -d $CONF ]]; then
+if want tutorials && [[ -d $CONF ]]; then
   mkdir -p "$OUT/tutorials"
   start=$(date +%s)
   for t in 01-vector-add 02-fused-softmax 03-matrix-multiplication 04-low-memory-dropout \
