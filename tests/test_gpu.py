@@ -532,3 +532,17 @@ def test_fp8_dot_assembles(target, fp8):
                                                  "c_ptr": "*fp32"},
                       constexprs={"B": 64}, target=target)
     assert len(k.asm["cubin"]) > 1000
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "float8_e4m3fn"])
+def test_cublaslt_matmul_of_the_tutorials(dtype):
+    import torch
+    from tilec._native.libtriton import nvidia
+    blas = nvidia.cublas.CublasLt(torch.empty(1 << 20, dtype=torch.uint8, device="cuda"))
+    a = torch.randn(64, 32, device="cuda").to(getattr(torch, dtype))
+    b = torch.randn(48, 32, device="cuda").to(getattr(torch, dtype))
+    c = torch.empty(64, 48, device="cuda", dtype=a.dtype)
+    blas.matmul(a, b, c)
+    ref = (a.float() @ b.float().T).to(a.dtype)
+    torch.testing.assert_close(c.float(), ref.float(), rtol=0.07, atol=0.5)

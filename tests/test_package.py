@@ -185,3 +185,16 @@ def test_str_to_ty():
     assert tl.str_to_ty("fp32") == tl.float32 and tl.str_to_ty("i64") == tl.int64
     ptr = tl.str_to_ty("*kfp16")
     assert ptr.is_ptr() and ptr.element_ty == tl.float16 and ptr.const
+
+
+def test_triton_c_libtriton_cublas(triton_alias):
+    """Tutorial 09 compares with `triton._C.libtriton.nvidia.cublas.CublasLt`."""
+    torch = pytest.importorskip("torch")
+    from triton._C.libtriton import nvidia
+    blas = nvidia.cublas.CublasLt(torch.empty(1024, dtype=torch.uint8))
+    a, b = torch.randn(5, 7), torch.randn(3, 7)
+    c = torch.empty(5, 3)
+    blas.matmul(a, b, c)
+    torch.testing.assert_close(c, a @ b.T)
+    with pytest.raises(ValueError, match="do not fit"):
+        blas.matmul(a, b, torch.empty(3, 5))

@@ -90,6 +90,8 @@ class _TritonFinder(importlib.abc.MetaPathFinder):
             module = triton_module
         else:
             name = "tilec" + fullname[len("triton"):]
+            if fullname == "triton._C" or fullname.startswith("triton._C."):
+                name = "tilec._native" + fullname[len("triton._C"):]  # tilec._C is our extension
             try:
                 module = importlib.import_module(name)
             except ModuleNotFoundError as e:

@@ -1,0 +1,3 @@
+"""``triton._C.libtriton.nvidia``."""
+
+from . import cublas  # noqa: F401
