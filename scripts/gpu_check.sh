@@ -63,9 +63,9 @@ CONF=$PWD/.conformance
 if want tutorials && [[ -d $CONF ]]; then
   mkdir -p "$OUT/tutorials"
   start=$(date +%s)
-  for t in 01-vector-add 02-fused-softmax 03-matrix-multiplication 04-low-memory-dropout \
+  for t in ${TUTORIALS:-01-vector-add 02-fused-softmax 03-matrix-multiplication 04-low-memory-dropout \
            05-layer-norm 06-fused-attention 07-extern-functions 08-grouped-gemm \
-           09-persistent-matmul 10-block-scaled-matmul 11-programmatic-dependent-launch; do
+           09-persistent-matmul 10-block-scaled-matmul 11-programmatic-dependent-launch}; do
     # Three at a time: they only need to run, their timings are not compared here.
     while (( $(jobs -r | wc -l) >= 3 )); do sleep 1; done
     ( timeout ${TUTORIAL_TIMEOUT:-420} bash "$CONF/run_tutorial.sh" $t > "$OUT/tutorials/$t.log" 2>&1
