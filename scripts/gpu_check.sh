@@ -90,8 +90,11 @@ conformance() {  # impl device
   fi
   OUT=$OUT JOBS=${JOBS:-8} timeout ${CONFORMANCE_TIMEOUT:-560} bash "$CONF/run.sh" --impl $impl \
     --device $device -q -W ignore --continue-on-collection-errors -p no:randomly \
+    --timeout=${CONFORMANCE_TEST_TIMEOUT:-120} --durations=15 -rfE \
     ${CONFORMANCE_FILES:-} > "$OUT/conformance-$impl-$device.log" 2>&1
   echo "conformance $impl $device ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/conformance-$impl-$device.log")"
+  grep -A16 "slowest" "$OUT/conformance-$impl-$device.log" | head -17
+  gzip -f "$OUT/conformance-$impl-$device.xml" "$OUT/conformance-$impl-$device.log"  # small enough to come back
 }
 for mode in "$@"; do
   if [[ $mode == conformance-* ]] && [[ -d $CONF ]]; then
