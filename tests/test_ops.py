@@ -3873,3 +3873,33 @@ def bad_slice_kernel(x_ptr):
 def test_slices_with_bounds_are_refused():
     with pytest.raises(tilec.CompilationError, match="unsupported tensor index"):
         bad_slice_kernel[(1,)](np.zeros(16, np.float32))
+
+
+@tilec.jit
+def nd_descriptor_kernel(out_ptr, a_ptr, shape, strides, BLOCK_SHAPE):
+    desc = tl.make_tensor_descriptor(a_ptr, shape=shape, strides=strides, block_shape=BLOCK_SHAPE)
+    ndim: tl.constexpr = len(BLOCK_SHAPE)
+    block = desc.load((0,) * ndim)  # a tuple repeated, as in Python
+    rows = tl.arange(0, BLOCK_SHAPE[0])[:, None] * BLOCK_SHAPE[1]
+    tl.store(out_ptr + rows + tl.arange(0, BLOCK_SHAPE[1])[None, :], block)
+
+
+def test_block_shape_from_a_tuple_of_constexprs(rng):
+    a = nonzero(rng, (5, 16))
+    out = np.zeros((4, 16), np.float32)
+    nd_descriptor_kernel[(1,)](out, a, a.shape, (16, 1), tuple(tl.constexpr(v) for v in (4, 16)))
+    np.testing.assert_array_equal(out, a[:4])
+
+
+@tilec.jit
+def patched_kernel(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def test_unsafe_update_src_recompiles():
+    """Triton's tests patch a kernel's source this way."""
+    x = np.zeros(1, np.float32)
+    patched_kernel[(1,)](x)
+    patched_kernel._unsafe_update_src(patched_kernel.src.replace("1.0", "2.0"))
+    patched_kernel[(1,)](x)
+    assert x[0] == 2.0

@@ -198,3 +198,9 @@ def test_triton_c_libtriton_cublas(triton_alias):
     torch.testing.assert_close(c, a @ b.T)
     with pytest.raises(ValueError, match="do not fit"):
         blas.matmul(a, b, torch.empty(3, 5))
+
+
+def test_aliased_submodule_leaves_tilec_alone(triton_alias):
+    import triton
+    import triton._C.libtriton  # noqa: F401
+    assert triton._C is tilec._native and hasattr(tilec._C, "find_ptxas")

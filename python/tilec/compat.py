@@ -47,7 +47,10 @@ class _TopModule(types.ModuleType):
         # was tilec itself; the import system binding a submodule changes nothing.
         if name.startswith("__") or name in self.__dict__:
             super().__setattr__(name, value)
-        elif not (isinstance(value, types.ModuleType) and getattr(tilec, name, None) is value):
+        elif isinstance(value, types.ModuleType) and value.__name__.startswith("tilec."):
+            if getattr(tilec, name, None) is not value:  # triton._C is tilec._native, not tilec._C
+                super().__setattr__(name, value)
+        else:
             setattr(tilec, name, value)
 
     def __delattr__(self, name):

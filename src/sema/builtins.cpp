@@ -2229,9 +2229,16 @@ std::vector<int64_t> Lowerer::shapeArg(const Arg &a, const char *what) {
     }
     return out;
   }
-  if (a.val.kind == SVal::Tuple)
-    error(a.span, std::string("'") + what + "' must hold constexpr integers, but it has runtime "
-                                            "values; declare them as tl.constexpr");
+  if (a.val.kind == SVal::Tuple) { // a tuple argument whose elements are each constexpr
+    std::vector<int64_t> out;
+    for (const SVal &e : a.val.elems) {
+      if (!e.isConst() || e.c.kind != ConstValue::Int)
+        error(a.span, std::string("'") + what + "' must hold constexpr integers, but it has "
+                                                "runtime values; declare them as tl.constexpr");
+      out.push_back(e.c.i);
+    }
+    return out;
+  }
   return {constIntArg(a, what)};
 }
 

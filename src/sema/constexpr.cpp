@@ -1,5 +1,6 @@
 // Python's semantics on compile-time constants: what `BLOCK // 2`,
 // `N % 16 == 0` or `dtype == tl.float16` mean when every operand is constexpr.
+#include <algorithm>
 #include <cmath>
 
 #include "sema/lowerer.h"
@@ -117,6 +118,20 @@ ConstValue Lowerer::constBinary(BinOpKind op, const ConstValue &a, const ConstVa
     std::vector<ConstValue> elems = a.elems;
     elems.insert(elems.end(), b.elems.begin(), b.elems.end());
     return ConstValue::tuple(elems);
+  }
+  // (0,) * n and n * (0,): repetition, as in Python (so is a string's)
+  bool seqInt = (a.kind == ConstValue::Tuple || a.kind == ConstValue::Str) &&
+                (b.kind == ConstValue::Int || b.kind == ConstValue::Bool);
+  bool intSeq = (b.kind == ConstValue::Tuple || b.kind == ConstValue::Str) &&
+                (a.kind == ConstValue::Int || a.kind == ConstValue::Bool);
+  if (op == BinOpKind::Mul && (seqInt || intSeq)) {
+    const ConstValue &seq = seqInt ? a : b;
+    int64_t n = std::max<int64_t>(0, (seqInt ? b : a).asInt());
+    ConstValue out = seq.kind == ConstValue::Str ? ConstValue::string("")
+                                                 : ConstValue::tuple({});
+    for (int64_t k = 0; k < n; ++k)
+      out = constBinary(BinOpKind::Add, out, seq, span);
+    return out;
   }
   error(span, std::string("unsupported operand types for '") + spelling(op) + "': " + a.repr() +
                   " and " + b.repr());

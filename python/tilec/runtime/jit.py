@@ -134,6 +134,12 @@ class JITFunction(KernelInterface):
             [p.default for p in self.params], inspect.Parameter.empty)
         self.cache = _Cache(self._fast)
 
+    def _unsafe_update_src(self, new_src):
+        """Replaces the kernel's source, as Triton's tests patch kernels; the
+        specializations compiled from the old source are dropped."""
+        self.src = new_src
+        self.cache.clear()
+
     # --- names the kernel's code uses
 
     def _lookup(self, name):
