@@ -204,3 +204,12 @@ def test_aliased_submodule_leaves_tilec_alone(triton_alias):
     import triton
     import triton._C.libtriton  # noqa: F401
     assert triton._C is tilec._native and hasattr(tilec._C, "find_ptxas")
+
+
+def test_must_use_result_marks_in_both_forms():
+    def f(x):
+        return x
+    assert tilec.must_use_result(f) is f and f.must_use_result is True
+    def g(x):
+        return x
+    assert tilec.must_use_result("why")(g) is g and g.must_use_result == "why"

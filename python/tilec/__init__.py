@@ -37,5 +37,13 @@ def next_power_of_2(n):
 
 
 def must_use_result(x, s=True):
-    """Triton's marker for functions whose result must be used (a no-op here)."""
+    """Marks a @jit function whose result must be used: ``@must_use_result`` or
+    ``@must_use_result("why")``. tilec records the mark (``fn.must_use_result``)
+    but does not yet refuse a kernel that drops the result."""
+    if isinstance(x, str):
+        return lambda fn: must_use_result(fn, x)
+    try:
+        x.must_use_result = s
+    except AttributeError:
+        pass
     return x
