@@ -12,7 +12,7 @@ TORCH ?= torch==2.13.0
 $(VENV)/.ready: Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q numpy pytest scikit-build-core nanobind cmake ninja
+	$(PY) -m pip install -q numpy scipy pytest scikit-build-core nanobind cmake ninja
 	$(PY) -m pip install -q $(TORCH) || echo "torch not installed: torch tests will be skipped"
 	touch $@
 
