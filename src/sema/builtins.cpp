@@ -1195,12 +1195,14 @@ std::pair<Value *, Value *> descriptorRows(Lowerer &l, Args &a, size_t rowsAt, c
                         "[1, N] made in this kernel, got " + a[0]->val.describe());
   Value *rows = l.tensorArg(*a[rowsAt], "x_offsets");
   if (rows->type.rank() != 1 || !isInteger(rows->type.dtype))
-    l.error(a[rowsAt]->span, std::string(fnName) + "(): x_offsets must be a 1-D integer tensor, got " +
+    l.error(a[rowsAt]->span, std::string(fnName) +
+                                 "(): x_offsets must be a 1-D integer tensor, got " +
                                  rows->type.str());
   const Span &span = call.span;
-  Op *range = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({p->type.blockShape[1]})});
+  int64_t cols = p->type.blockShape[1];
+  Op *range = l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({cols})});
   range->setAttr("start", (int64_t)0);
-  range->setAttr("end", p->type.blockShape[1]);
+  range->setAttr("end", cols);
   SVal r = SVal::tensor(l.expandDims(rows, 1));
   SVal c = l.binary(BinOpKind::Add, a[rowsAt + 1]->val, SVal::tensor(range->result()), span);
   c = SVal::tensor(l.expandDims(l.materialize(c, span), 0));
@@ -1219,7 +1221,8 @@ std::pair<Value *, Value *> descriptorRows(Lowerer &l, Args &a, size_t rowsAt, c
 
 SVal gatherTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   auto [ptrs, mask] = descriptorRows(l, a, 1, call, "desc.gather");
-  Value *zero = l.splatTo(l.constScalar(ConstValue::integer(0), ptrs->type.pointee), ptrs->type.shape);
+  Value *zero =
+      l.splatTo(l.constScalar(ConstValue::integer(0), ptrs->type.pointee), ptrs->type.shape);
   Type t = Type::scalar(ptrs->type.pointee).withShape(ptrs->type.shape);
   return SVal::tensor(l.b_.create1(OpKind::Load, {ptrs, mask, zero}, t));
 }
@@ -1348,7 +1351,8 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   if (isInt && dx != DType::I8 && dx != DType::U8)
     l.error(call.span, std::string("tl.dot() supports int8 but not ") + dtypeName(dx));
   DType out = isInt ? DType::I32 : DType::F32;
-  if (given(a[6]) && !isInt) // int8 products accumulate in int32 whatever out_dtype says, as in Triton
+  // int8 products accumulate in int32 whatever out_dtype says, as in Triton
+  if (given(a[6]) && !isInt)
     out = l.dtypeArg(*a[6], "out_dtype");
   std::vector<int64_t> shape = x->type.shape;
   shape[rank - 1] = n;

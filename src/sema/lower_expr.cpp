@@ -279,7 +279,7 @@ SVal Lowerer::evalSubscript(const Expr &e) {
     }
     auto isNone = [](const ExprPtr &x) { return !x || x->kind == ExprKind::None; };
     if (ix->kind == ExprKind::Slice && isNone(ix->a) && isNone(ix->b) && isNone(ix->c)) {
-      ++dim; // ':' keeps a dim; as in Triton, one past the last dim is allowed (Z[None, :] of a scalar)
+      ++dim; // ':' keeps a dim; as in Triton, one past the last is allowed (Z[None, :])
       continue;
     }
     error(ix->span, "unsupported tensor index: tensors take only ':' and None as indices "
