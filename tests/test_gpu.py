@@ -78,7 +78,9 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     converts = [i for i, line in enumerate(gpu_ir) if "gpu.convert_layout" in line]
     loop = next(i for i, line in enumerate(gpu_ir) if "= for(" in line)
     dot = next(line for line in gpu_ir if "= dot(" in line)
-    assert len(converts) == 1 and converts[0] < loop and encoding in gpu_ir[converts[0]]
+    # the accumulator, once before the loop; the result, into the store's coalesced layout
+    assert len(converts) == 2 and converts[0] < loop and encoding in gpu_ir[converts[0]]
+    assert converts[1] > loop and "#blocked<" in gpu_ir[converts[1]]
     assert encoding in gpu_ir[loop] and encoding in dot
     if encoding == "#wgmma<":
         assert "wgmma.mma_async" in k.asm["ptx"]

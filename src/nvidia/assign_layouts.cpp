@@ -21,14 +21,6 @@ size_t positionOf(const Block &block, const Op *op) {
   throw std::logic_error("op not in its parent block");
 }
 
-// `v` moved into encoding `e` by a convert_layout placed before `user`.
-Value *convertBefore(Op *user, Value *v, const std::shared_ptr<const LayoutEncoding> &e) {
-  Block &block = *user->parent;
-  Op *convert = insertOp(block, positionOf(block, user), OpKind::ConvertLayout, {v},
-                         v->type.withEncoding(e), user->loc);
-  return convert->result();
-}
-
 // Whether `arg` is a for loop's carried argument that the loop yields `result` back into.
 Op *loopCarrying(const Value *arg, const Value *result) {
   Block *body = arg->owner;
@@ -39,6 +31,13 @@ Op *loopCarrying(const Value *arg, const Value *result) {
 }
 
 } // namespace
+
+Value *convertBefore(Op *user, Value *v, const std::shared_ptr<const LayoutEncoding> &e) {
+  Block &block = *user->parent;
+  Op *convert = insertOp(block, positionOf(block, user), OpKind::ConvertLayout, {v},
+                         v->type.withEncoding(e), user->loc);
+  return convert->result();
+}
 
 void assignLayouts(Function &fn, const GpuOptions &opts) {
   std::vector<Op *> dots;

@@ -9,6 +9,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "nvidia/assign_layouts.h"
+#include "nvidia/coalesce_memory.h"
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -23,11 +24,25 @@ int archNumber(const std::string &arch) {
 Lowering::Lowering(const Function &f, const GpuOptions &o) : fn(f), opts(o) {
   arch = archNumber(opts.arch);
   axisInfo = analyzeAxisInfo(fn);
+  minElementBytes_ = minAccessBytes(fn);
+}
+
+int minAccessBytes(const Function &fn) {
+  int bytes = 4;
   walk(*fn.body, [&](Op *op) {
     if (op->kind == OpKind::Load || op->kind == OpKind::Store || op->kind == OpKind::LoadBlock ||
         op->kind == OpKind::StoreBlock)
-      minElementBytes_ = std::min(minElementBytes_, dtypeBytes(op->operand(0)->type.pointee));
+      bytes = std::min(bytes, dtypeBytes(op->operand(0)->type.pointee));
   });
+  return bytes;
+}
+
+int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int numWarps) {
+  int64_t numel = 1;
+  for (int64_t s : shape)
+    numel *= s;
+  int64_t threads = 32 * (int64_t)numWarps;
+  return (int)std::min<int64_t>(16 / minAccessBytes, std::max<int64_t>(1, numel / threads));
 }
 
 void Lowering::unsupported(const Op &op, const std::string &what) {
@@ -52,13 +67,8 @@ const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
   auto it = defaults_.find(shape);
   if (it != defaults_.end())
     return it->second;
-  int64_t numel = 1;
-  for (int64_t s : shape)
-    numel *= s;
-  int64_t threads = 32 * opts.numWarps;
-  int64_t vec =
-      std::min<int64_t>(vecBytes_ / minElementBytes_, std::max<int64_t>(1, numel / threads));
-  const LinearLayout *l = intern(blockedLayout(shape, (int)vec, opts.numWarps));
+  int vec = defaultVector(shape, minElementBytes_, opts.numWarps);
+  const LinearLayout *l = intern(blockedLayout(shape, vec, opts.numWarps));
   defaults_[shape] = l;
   return l;
 }
@@ -406,6 +416,7 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes below rewrite the copy
   assignLayouts(*gpu, opts);
+  coalesceMemory(*gpu, opts);
   verify(*gpu, /*gpuLevel=*/true);
   PtxKernel out = Lowering(*gpu, opts).run();
   out.gpuIr = printFunction(*gpu);

@@ -60,12 +60,12 @@ std::vector<int> fastestFirst(int rank) {
   return dims;
 }
 
-// Registers cover whatever lanes and warps left uncovered.
-void fillRegisters(LinearLayout &l, std::vector<int64_t> &covered) {
-  int rank = l.rank();
-  for (int d : fastestFirst(rank))
+// Registers cover whatever lanes and warps left uncovered, fastest dims first.
+void fillRegisters(LinearLayout &l, std::vector<int64_t> &covered,
+                   const std::vector<int> &order) {
+  for (int d : order)
     while (covered[d] < l.shape[d]) {
-      l.regs.push_back(unit(rank, d, covered[d]));
+      l.regs.push_back(unit(l.rank(), d, covered[d]));
       covered[d] *= 2;
     }
 }
@@ -121,18 +121,20 @@ std::string LinearLayout::str() const {
   return os.str();
 }
 
-LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps) {
+LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps,
+                           std::vector<int> order) {
   LinearLayout l;
   l.shape = shape;
   int rank = (int)shape.size();
   std::vector<int64_t> covered(rank, 1);
-  std::vector<int> dims = fastestFirst(rank);
-  distribute(l.regs, log2Exact(vec), {rank - 1}, shape, covered);
+  if (order.empty())
+    order = fastestFirst(rank);
+  distribute(l.regs, log2Exact(vec), {order[0]}, shape, covered);
   while (!l.regs.empty() && isZero(l.regs.back()))
     l.regs.pop_back(); // a vector longer than the dim: no registers of copies
-  distribute(l.lanes, 5, dims, shape, covered);
-  distribute(l.warps, log2Exact(numWarps), dims, shape, covered);
-  fillRegisters(l, covered);
+  distribute(l.lanes, 5, order, shape, covered);
+  distribute(l.warps, log2Exact(numWarps), order, shape, covered);
+  fillRegisters(l, covered, order);
   return l;
 }
 
@@ -154,7 +156,7 @@ LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarp
       dims.push_back(d);
   distribute(l.lanes, 5, dims, shape, covered);
   distribute(l.warps, log2Exact(numWarps), dims, shape, covered);
-  fillRegisters(l, covered);
+  fillRegisters(l, covered, fastestFirst(rank));
   return l;
 }
 

@@ -36,10 +36,12 @@ struct LinearLayout {
   std::string str() const;
 };
 
-// Triton's default blocked layout: `vec` contiguous elements of the last dim
-// per thread, lanes then warps along the fastest dims first, the rest wrapped
-// into registers. Where the tensor is smaller than the block, threads hold copies.
-LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps);
+// Triton's blocked layout: `vec` contiguous elements of the fastest dim per
+// thread, lanes then warps along the fastest dims first, the rest wrapped into
+// registers. `order` lists the dims fastest first (empty: the last dim first,
+// row-major). Where the tensor is smaller than the block, threads hold copies.
+LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps,
+                           std::vector<int> order = {});
 
 // The layout a scan along `axis` runs in: the line cut into contiguous runs,
 // one per thread (registers: the lowest register bits), the runs spread over

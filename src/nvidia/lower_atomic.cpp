@@ -43,7 +43,10 @@ void Lowering::lowerAtomic(const Op &op) {
   if (d == DType::BF16 && arch < 90 && !load && !store)
     unsupported(op, "atomic_add of bfloat16 (it needs sm_90)");
   std::string order = "." + op.strAttr("sem") + "." + op.strAttr("scope") + ".global";
-  std::string head = "atom" + order + ".";
+  // atom spelled as Triton's PTX spells it (ptxas takes the qualifiers in any
+  // order): space, scope, semantics; a cas leaves out the default .gpu scope.
+  std::string scope = op.strAttr("scope"), sem = op.strAttr("sem");
+  std::string head = "atom.global." + (cas && scope == "gpu" ? "" : scope + ".") + sem + ".";
   if (kind == "xchg")
     head += "exch";
   else

@@ -450,7 +450,7 @@ void Lowering::lowerShape(const Op &op) {
   case OpKind::ConvertLayout: {
     const LayoutEncoding *e = layoutEncoding(t);
     TILEC_ASSERT(e, "convert_layout to a type without a layout encoding");
-    bind(op.result(), convert(val(op.operand(0)), t.dtype, intern(e->layout)));
+    bind(op.result(), materialize(op.operand(0), intern(e->layout)));
     return;
   }
   default:

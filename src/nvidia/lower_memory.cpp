@@ -8,17 +8,26 @@
 
 namespace tilec::nvidia {
 
-// How many leading registers hold consecutive elements of the last dim.
-int contiguousRegisters(const LinearLayout &l) {
-  int last = l.rank() - 1, k = 0;
+// How many leading registers hold consecutive elements of dim `dim`.
+int contiguousRegisters(const LinearLayout &l, int dim) {
+  int k = 0;
   while (k < (int)l.regs.size()) {
     Coords want(l.rank(), 0);
-    want[last] = int64_t{1} << k;
+    want[dim] = int64_t{1} << k;
     if (l.regs[k] != want)
       break;
     ++k;
   }
   return 1 << k;
+}
+
+int contiguousRegisters(const LinearLayout &l) { return contiguousRegisters(l, l.rank() - 1); }
+
+int vectorDim(const LinearLayout &l) {
+  for (int d = 0; !l.regs.empty() && d < l.rank(); ++d)
+    if (l.regs[0][d] == 1)
+      return d;
+  return l.rank() - 1;
 }
 
 const char *memType(DType d) {
@@ -72,9 +81,9 @@ int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, co
   if (!ptr.isTensor())
     return 1;
   int bytes = dtypeBytes(d);
-  int last = ptr.layout->rank() - 1;
+  int last = vectorDim(*ptr.layout);
   AxisInfo info = axisInfoOf(L.axisInfo, ptrValue);
-  int64_t w = std::min<int64_t>(contiguousRegisters(*ptr.layout), 16 / bytes);
+  int64_t w = std::min<int64_t>(contiguousRegisters(*ptr.layout, last), 16 / bytes);
   w = std::min(w, info.contiguity[last]);
   w = std::min(w, std::max<int64_t>(1, info.divisibility[last] / bytes));
   if (mask)
@@ -190,7 +199,7 @@ std::vector<std::string> Lowering::loadElements(const TVal &ptr, DType d, const 
       }
       dst.push_back(r);
     }
-    const char *mt = vec > 1 && bytes == 8 && isInteger(d) ? ".b64" : memType(d);
+    const char *mt = vec > 1 && bytes == 8 ? ".b64" : memType(d);
     b.emit(pred + "ld.global" + vecSuffix(vec) + mt + " " + braced(dst) + ", " + addr);
     for (std::string &r : dst)
       out.push_back(d == DType::I1 ? opReg("setp.ne.u32", RegClass::Pred, {r, "0"}) : r);
@@ -221,13 +230,15 @@ void Lowering::storeElements(const TVal &ptr, DType d, const TVal &value, const 
     if (d == DType::I1)
       for (std::string &e : elems)
         e = opReg("selp.u32", RegClass::B32, {"1", "0", e});
-    const char *mt = vec > 1 && bytes == 8 && isInteger(d) ? ".b64" : memType(d);
+    const char *mt = vec > 1 && bytes == 8 ? ".b64" : memType(d);
     b.emit(pred + "st.global" + vecSuffix(vec) + mt + " " + addr + ", " + braced(elems));
   }
 }
 
 void Lowering::lowerLoad(const Op &op) {
-  const TVal ptr = val(op.operand(0));
+  // A layout the coalescing pass chose; else the addresses'.
+  const LayoutEncoding *e = layoutEncoding(op.result()->type);
+  const TVal ptr = e ? materialize(op.operand(0), intern(e->layout)) : val(op.operand(0));
   DType d = op.result()->type.dtype;
   const Value *maskValue = op.operands.size() > 1 ? op.operand(1) : nullptr;
   TVal mask, other;

@@ -104,8 +104,17 @@ struct TVal;
 // Elements per access that axis info proves contiguous, aligned and equally
 // masked for a load or store through `ptr` (lower_memory.cpp).
 int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask);
-// How many leading registers of `l` hold consecutive elements of its last dim.
+// How many leading registers of `l` hold consecutive elements of its last dim
+// (of dim `dim`); the dim its first register steps along (vectorDim).
 int contiguousRegisters(const LinearLayout &l);
+int contiguousRegisters(const LinearLayout &l, int dim);
+int vectorDim(const LinearLayout &l);
+
+// The narrowest element a kernel loads or stores (at most 4 bytes), and the
+// elements per thread along the fastest dim of its default blocked layouts:
+// 16 bytes of that element, at most what the block leaves each thread.
+int minAccessBytes(const Function &fn);
+int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int numWarps);
 
 class Lowering {
 public:
@@ -316,7 +325,6 @@ private:
   std::string sharedBase_, pipelineBase_;
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
-  int vecBytes_ = 16;
   int minElementBytes_ = 4;
 };
 
