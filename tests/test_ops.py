@@ -3070,6 +3070,62 @@ def test_tensor_descriptor_gather_and_scatter_rows(rng):
 
 
 @tilec.jit
+def descriptor_reduce_kernel(y_ptr, x_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr,
+                             KIND: tl.constexpr):
+    m, n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    rm, rn = m + tl.arange(0, BM)[:, None], n + tl.arange(0, BN)[None, :]
+    x = tl.load(x_ptr + rm * N + rn, mask=(rm < M) & (rn < N), other=0)
+    desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    if KIND == "add":
+        desc.atomic_add([m, n], x)
+    elif KIND == "min":
+        desc.atomic_min([m, n], x)
+    elif KIND == "max":
+        desc.atomic_max([m, n], x)
+    elif KIND == "and":
+        desc.atomic_and([m, n], x)
+    elif KIND == "or":
+        desc.atomic_or([m, n], x)
+    else:
+        desc.atomic_xor([m, n], x)
+
+
+@pytest.mark.parametrize("kind,dtype", [("add", np.float32), ("add", np.float16),
+                                        ("add", np.int32), ("min", np.float16),
+                                        ("max", np.float16), ("min", np.int64),
+                                        ("max", np.uint32), ("and", np.int64),
+                                        ("or", np.int32), ("xor", np.uint64)])
+def test_tensor_descriptor_reductions(rng, kind, dtype):
+    """desc.atomic_add/min/max/and/or/xor: every tile combined into the tensor,
+    twice over (each program's tile is reduced by two programs), edges clipped."""
+    M, N, BM, BN = 37, 45, 8, 16  # partial tiles along both dims
+    if np.issubdtype(dtype, np.floating):
+        x, y = nonzero(rng, (M, N), dtype), nonzero(rng, (M, N), dtype)
+        if kind == "add":  # sums exact in every order
+            x, y = np.round(x * 4).astype(dtype) / 4, np.round(y * 4).astype(dtype) / 4
+    else:
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        x, y = (rng.integers(lo, hi, (M, N)).astype(dtype) for _ in range(2))
+    grid = (tilec.cdiv(M, BM), tilec.cdiv(N, BN))
+    out = y.copy()
+    descriptor_reduce_kernel[grid](out, x, M, N, BM=BM, BN=BN, KIND=kind)
+    descriptor_reduce_kernel[grid](out, x, M, N, BM=BM, BN=BN, KIND=kind)
+    op = {"add": lambda a, b: a + b + b, "min": np.minimum, "max": np.maximum,
+          "and": np.bitwise_and, "or": np.bitwise_or,
+          "xor": lambda a, b: a ^ b ^ b}[kind]
+    np.testing.assert_array_equal(out, op(y, x))
+
+
+@pytest.mark.parametrize("kind,dtype", [("min", "fp32"), ("add", "i64"), ("xor", "fp16")])
+def test_tensor_descriptor_reductions_refuse_what_tma_cannot_do(kind, dtype):
+    sig = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "M": "i32", "N": "i32"}
+    with pytest.raises(tilec.CompilationError, match=f"desc.atomic_{kind}\\(\\) does not take"):
+        tilec.compile(descriptor_reduce_kernel, signature=sig,
+                      constexprs={"BM": 8, "BN": 16, "KIND": kind}, target="cpu")
+
+
+@tilec.jit
 def block_ptr_element_type_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
     bp = tl.make_block_ptr(src_ptr, (N,), (1,), (0,), (BLOCK,), (0,))
     v = tl.load(bp, boundary_check=(0,)).to(bp.dtype.element_ty)

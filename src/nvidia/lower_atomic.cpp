@@ -3,7 +3,8 @@
 // thread 0); the old values reach the threads holding copies of an element
 // through shared memory. Float max and min, which atom lacks, use the order
 // of the bits: max of a non-negative float is atom.max.s32 of its bits, of a
-// negative one atom.min.u32 (and the reverse for min), as Triton does.
+// negative one atom.min.u32 (and the reverse for min), as Triton does; f16 and
+// bf16 max and min, which atom lacks too, loop on atom.cas.b16.
 // atomic_load/store are ld.acquire / st.release (or .relaxed) by the owner, so
 // that every copy of a value agrees; atomic_poll spins on ld by the owner.
 #include "nvidia/lowering.h"
@@ -75,7 +76,8 @@ void Lowering::lowerAtomic(const Op &op) {
 
   std::string owner =
       layout ? ownerPredicate(layout) : opReg("setp.eq.u32", RegClass::Pred, {tid, "0"});
-  bool floatBits = (kind == "max" || kind == "min") && isFloat(d);
+  bool halfMinMax = (kind == "max" || kind == "min") && (d == DType::F16 || d == DType::BF16);
+  bool floatBits = (kind == "max" || kind == "min") && isFloat(d) && !halfMinMax;
   DType bitsType = dtypeBits(d) == 64 ? DType::I64 : DType::I32;
   TVal out{layout, {}};
   for (size_t r = 0; r < ptr.regs.size(); ++r) {
@@ -126,7 +128,25 @@ void Lowering::lowerAtomic(const Op &op) {
       continue;
     }
     std::string old = constantReg(d, 0, 0); // a fresh register; masked-off elements return 0
-    if (floatBits) {
+    if (halfMinMax) {
+      // atom has no scalar f16/bf16 min or max: compare-and-swap until no other
+      // thread changed the element between the read and the swap.
+      std::string again = b.newLabel("atomic_minmax"), done = b.newLabel("atomic_minmax_done");
+      if (!p.empty())
+        b.emit("@!" + p + " bra " + done);
+      b.emit("ld.global.b16 " + old + ", " + addr);
+      b.label(again);
+      std::string want = opReg(std::string(kind == "max" ? "max" : "min") +
+                                   (d == DType::BF16 ? ".bf16" : ".f16"),
+                               RegClass::B16, {old, value.regs[r]});
+      std::string seen = b.reg(RegClass::B16);
+      b.emit("atom.global." + scope + "." + sem + ".cas.b16 " + seen + ", " + addr + ", " + old +
+             ", " + want);
+      std::string changed = opReg("setp.ne.b16", RegClass::Pred, {seen, old});
+      b.emit("mov.b16 " + old + ", " + seen);
+      b.emit("@" + changed + " bra " + again);
+      b.label(done);
+    } else if (floatBits) {
       // As integers: non-negative floats order like s32, negative ones reversed like u32.
       std::string bits =
           opReg(dtypeBits(d) == 64 ? "mov.b64" : "mov.b32", regClassOf(bitsType), {value.regs[r]});

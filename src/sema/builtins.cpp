@@ -483,19 +483,24 @@ SVal makeBlockPtr(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   return SVal::tensor(op->result());
 }
 
+// A list of offsets, one per block dim.
+std::vector<SVal> offsetList(Lowerer &l, const Arg &a, size_t rank, const char *fnName) {
+  std::vector<SVal> elems;
+  if (a.val.kind == SVal::Tuple)
+    elems = a.val.elems;
+  else if (a.val.isConst() && a.val.c.kind == ConstValue::Tuple)
+    for (auto &c : a.val.c.elems)
+      elems.push_back(SVal::constant(c));
+  if (elems.size() != rank)
+    l.error(a.span, std::string(fnName) + "() needs one offset per block dimension");
+  return elems;
+}
+
 SVal advance(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *p = l.tensorArg(*a[0], "base");
   if (p->type.dtype != DType::BlockPtr)
     l.error(a[0]->span, "tl.advance() needs a block pointer, got " + p->type.str());
-  const SVal &v = a[1]->val;
-  std::vector<SVal> elems;
-  if (v.kind == SVal::Tuple)
-    elems = v.elems;
-  else if (v.isConst() && v.c.kind == ConstValue::Tuple)
-    for (auto &c : v.c.elems)
-      elems.push_back(SVal::constant(c));
-  if (elems.size() != p->type.blockShape.size())
-    l.error(a[1]->span, "tl.advance() needs one offset per block dimension");
+  std::vector<SVal> elems = offsetList(l, *a[1], p->type.blockShape.size(), "tl.advance");
   std::vector<Value *> operands = {p};
   for (auto &e : elems)
     operands.push_back(l.materialize(e, a[1]->span, DType::I32));
@@ -1182,6 +1187,24 @@ SVal storeTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &
   return SVal::constant(ConstValue::none());
 }
 
+// The addresses and the in-bounds mask of the elements at indices idx[d]
+// along each dim d (broadcastable to one shape) of the descriptor `origin` made.
+std::pair<Value *, Value *> descriptorElements(Lowerer &l, const Op *origin,
+                                               const std::vector<SVal> &idx, const Span &span) {
+  auto operand = [&](size_t i) { return SVal::tensor(origin->operand(i)); };
+  size_t rank = idx.size();
+  SVal offset, mask, zero = SVal::constant(ConstValue::integer(0));
+  for (size_t d = 0; d < rank; ++d) {
+    SVal term = l.binary(BinOpKind::Mul, idx[d], operand(1 + rank + d), span);
+    SVal inside = l.binary(BinOpKind::BitAnd, l.compare(CmpOpKind::GtE, idx[d], zero, span),
+                           l.compare(CmpOpKind::Lt, idx[d], operand(1 + d), span), span);
+    offset = d ? l.binary(BinOpKind::Add, offset, term, span) : term;
+    mask = d ? l.binary(BinOpKind::BitAnd, mask, inside, span) : inside;
+  }
+  SVal ptrs = l.binary(BinOpKind::Add, operand(0), offset, span);
+  return l.broadcastPair(l.materialize(ptrs, span), l.materialize(mask, span), span);
+}
+
 // desc.gather(x_offsets, y) / desc.scatter(value, x_offsets, y) on a 2-D
 // descriptor with block_shape [1, N]: rows x_offsets[i], columns y .. y+N-1,
 // as one masked load or store (zeros outside the tensor, nothing stored there).
@@ -1206,17 +1229,56 @@ std::pair<Value *, Value *> descriptorRows(Lowerer &l, Args &a, size_t rowsAt, c
   SVal r = SVal::tensor(l.expandDims(rows, 1));
   SVal c = l.binary(BinOpKind::Add, a[rowsAt + 1]->val, SVal::tensor(range->result()), span);
   c = SVal::tensor(l.expandDims(l.materialize(c, span), 0));
-  auto operand = [&](int i) { return SVal::tensor(origin->operand(i)); };
-  SVal offset = l.binary(BinOpKind::Add, l.binary(BinOpKind::Mul, r, operand(3), span),
-                         l.binary(BinOpKind::Mul, c, operand(4), span), span);
-  SVal ptrs = l.binary(BinOpKind::Add, operand(0), offset, span);
-  auto inside = [&](const SVal &i, int dim) {
-    SVal zero = SVal::constant(ConstValue::integer(0));
-    return l.binary(BinOpKind::BitAnd, l.compare(CmpOpKind::GtE, i, zero, span),
-                    l.compare(CmpOpKind::Lt, i, operand(1 + dim), span), span);
-  };
-  SVal mask = l.binary(BinOpKind::BitAnd, inside(r, 0), inside(c, 1), span);
-  return l.broadcastPair(l.materialize(ptrs, span), l.materialize(mask, span), span);
+  return descriptorElements(l, origin, {r, c}, span);
+}
+
+// Which element types the tensor-descriptor reductions take: those of TMA's
+// bulk reductions (cp.reduce.async.bulk.tensor) on sm_90.
+bool descriptorReduceTakes(const std::string &kind, DType d) {
+  bool word = d == DType::I32 || d == DType::U32 || d == DType::U64;
+  if (kind == "add")
+    return word || d == DType::F32 || d == DType::F16 || d == DType::BF16;
+  if (kind == "min" || kind == "max")
+    return word || d == DType::I64 || d == DType::F16 || d == DType::BF16;
+  return word || d == DType::I64; // and, or, xor
+}
+
+// desc.atomic_add(offsets, value) and the other reductions: each element of the
+// tile at `offsets` combined atomically with the value's (relaxed, as TMA's
+// reductions are); nothing happens outside the tensor.
+SVal reduceTensorDescriptor(Lowerer &l, Args &a, const Expr &call, const std::string &kind) {
+  std::string fnName = "desc.atomic_" + kind;
+  Value *p = l.tensorArg(*a[0], "desc");
+  const Op *origin = p->type.dtype == DType::BlockPtr ? blockPtrOrigin(p) : nullptr;
+  if (!origin)
+    l.error(a[0]->span, fnName + "() needs a tensor descriptor made in this kernel or passed to "
+                                 "it, got " + a[0]->val.describe());
+  DType d = p->type.pointee;
+  if (!descriptorReduceTakes(kind, d))
+    l.error(call.span, fnName + "() does not take " + dtypeName(d) + " elements");
+  const std::vector<int64_t> &block = p->type.blockShape;
+  std::vector<SVal> offsets = offsetList(l, *a[1], block.size(), fnName.c_str());
+  const Span &span = call.span;
+  std::vector<SVal> idx;
+  for (size_t dim = 0; dim < block.size(); ++dim) {
+    Op *range =
+        l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({block[dim]})});
+    range->setAttr("start", (int64_t)0);
+    range->setAttr("end", block[dim]);
+    std::vector<int64_t> shape(block.size(), 1);
+    shape[dim] = block[dim];
+    SVal along = SVal::tensor(l.reshape(range->result(), shape, span));
+    idx.push_back(l.binary(BinOpKind::Add, offsets[dim], along, span));
+  }
+  auto [ptrs, mask] = descriptorElements(l, origin, idx, span);
+  l.checkWritable(ptrs, span);
+  Value *v = l.broadcastTo(l.materialize(a[2]->val, a[2]->span, d), ptrs->type.shape, span);
+  Op *op = l.b_.create(OpKind::AtomicRMW, {ptrs, v, mask},
+                       {Type::scalar(d).withShape(ptrs->type.shape)});
+  op->setAttr("kind", kind);
+  op->setAttr("sem", std::string("relaxed"));
+  op->setAttr("scope", std::string("gpu"));
+  return SVal::constant(ConstValue::none());
 }
 
 SVal gatherTensorDescriptor(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
@@ -1694,6 +1756,11 @@ std::map<std::string, BuiltinDef> makeTable() {
     add(std::string("atomic_") + kind, {"pointer", "val", "mask=", "sem=", "scope="},
         [kind](Lowerer &l, Args &a, R &, const Expr &c) { return atomicRmw(l, a, c, kind); });
   add("atomic_cas", {"pointer", "cmp", "val", "sem=", "scope="}, atomicCas);
+  for (std::string kind : {"add", "min", "max", "and", "or", "xor"})
+    add("atomic_" + kind + "_tensor_descriptor", {"desc", "offsets", "value"},
+        [kind](Lowerer &l, Args &a, R &, const Expr &c) {
+          return reduceTensorDescriptor(l, a, c, kind);
+        });
   // x.logical_and(y), x.logical_or(y): both as booleans (nonzero is true).
   for (auto [name, kind] : {std::pair{"logical_and", BinOpKind::BitAnd},
                             std::pair{"logical_or", BinOpKind::BitOr}})
@@ -2141,7 +2208,9 @@ SVal Lowerer::tensorAttribute(const SVal &base, const std::string &attr, const S
     return SVal::tensor(op->result());
   }
   if (v->type.dtype == DType::BlockPtr) { // a tensor descriptor's methods and block shape
-    if (attr == "load" || attr == "store" || attr == "gather" || attr == "scatter") {
+    if (attr == "load" || attr == "store" || attr == "gather" || attr == "scatter" ||
+        attr == "atomic_add" || attr == "atomic_min" || attr == "atomic_max" ||
+        attr == "atomic_and" || attr == "atomic_or" || attr == "atomic_xor") {
       SVal m = SVal::builtin(attr + "_tensor_descriptor");
       m.elems.push_back(base);
       return m;
