@@ -3811,6 +3811,22 @@ def test_dot_scaled_formats(rng, a_fmt, b_fmt, scaled):
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
 
 
+def test_dot_scaled_with_an_fp16_operand_computes_in_fp16(rng):
+    """With an fp16 operand the other is scaled and rounded to fp16, not bf16
+    (which would drop fp16's last three mantissa bits), as Triton does."""
+    m, n, k = 32, 16, 64
+    a = _random_bytes(rng, (m, k), "e4m3")
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    sa = rng.integers(124, 131, (m, k // 32)).astype(np.uint8)
+    sb = np.full((n, k // 32), 127, np.uint8)
+    out = np.zeros((m, n), np.float32)
+    dot_scaled_kernel[(1,)](a, sa, b, sb, out, A_FMT="e4m3", B_FMT="fp16", M=m, N=n, K=k,
+                            KA=k, KB=k, SCALED=True)
+    av = _decode(a, "e4m3", 1) * np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
+    ref = av.astype(np.float16).astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
 @tilec.jit
 def dot_scaled_batched_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, B: tl.constexpr,
                               M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):

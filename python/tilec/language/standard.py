@@ -108,8 +108,8 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
     """The matrix product of microscaled (OCP MX) operands: fp4 (e2m1, two per byte),
     fp8 (e4m3, e5m2, as uint8 or fp8) or bf16/fp16, each group of K elements scaled
     by 2**(e8m0 byte - 127). The operands are decoded and scaled exactly, rounded
-    to bf16 (exact but for fp16 inputs, as in Triton's emulation) and multiplied
-    with an fp32 accumulator."""
+    to fp16 when either operand is fp16, else to bf16 (as in Triton's emulation),
+    and multiplied with an fp32 accumulator."""
     tl.static_assert(out_dtype == tl.float32, "dot_scaled: out_dtype must be tl.float32")
     tl.static_assert(lhs_k_pack or lhs_format == "e2m1",
                      "dot_scaled: only e2m1 operands can be packed along M or N")
@@ -122,4 +122,6 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
         a = _scale_lhs(a, lhs_scale)
     if rhs_scale is not None:
         b = _scale_rhs(b, rhs_scale)
+    if lhs_format == "fp16" or rhs_format == "fp16":
+        return tl.dot(a.to(tl.float16), b.to(tl.float16), acc=acc, out_dtype=tl.float32)
     return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc=acc, out_dtype=tl.float32)
