@@ -26,6 +26,8 @@ def load_kernels(name, alias_tilec, filename="triton_kernels.py"):
     spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if alias_tilec:
+        tilec.compat.uninstall()  # later `triton.*` imports (Triton's own, lazy ones) find Triton
     for k in [k for k in sys.modules if k == "triton" or k.startswith("triton.")]:
         del sys.modules[k]
     sys.modules.update(saved)

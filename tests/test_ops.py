@@ -1900,6 +1900,34 @@ def test_dot_fp16_out_dtype_fp16(rng):
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=5e-3, atol=2e-2)
 
 
+@tilec.jit
+def fp16_accumulator_loop_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                                 BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for k in range(0, K, BK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc=acc, out_dtype=tl.float16)
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_dot_loop_with_an_fp16_accumulator(rng):
+    """A K loop carrying an fp16 accumulator (Hopper: a pipelined wgmma loop,
+    which accumulates in f32 and rounds after each dot)."""
+    BM, BN, BK, K = 64, 64, 32, 128
+    a, b = nonzero(rng, (BM, K), np.float16), nonzero(rng, (K, BN), np.float16)
+    c = np.zeros((BM, BN), np.float16)
+    fp16_accumulator_loop_kernel[(1,)](a, b, c, K, BM=BM, BN=BN, BK=BK)
+    ref = np.zeros((BM, BN), np.float16)
+    for k in range(0, K, BK):
+        part = a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)
+        ref = (ref.astype(np.float64) + part).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=4e-3, atol=4e-2)
+
+
 @pytest.mark.parametrize("case", ["default", "acc"])
 def test_dot_bf16_inputs(rng, case):
     torch = pytest.importorskip("torch")

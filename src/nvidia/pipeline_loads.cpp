@@ -150,14 +150,16 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     if (!copyable)
       continue;
     // An accumulator the loop carries through this dot alone can stay in the
-    // tensor cores across iterations.
+    // tensor cores across iterations, when it is the f32 wgmma accumulates in
+    // (an f16 one is converted after each dot).
     const Value *acc = dot.operand(2);
     const UseCounts &counts = uses();
     auto usedOnce = [&](const Value *v) {
       auto it = counts.find(v);
       return it != counts.end() && it->second == 1;
     };
-    p->asyncDot = wgmmaLayout(dot) && acc->owner == &body && acc->index > 0 &&
+    p->asyncDot = wgmmaLayout(dot) && acc->type.dtype == DType::F32 && acc->owner == &body &&
+                  acc->index > 0 &&
                   body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
                   usedOnce(dot.result());
     p->loads[1].offset = p->loads[0].slotBytes * p->stages;
