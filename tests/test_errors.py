@@ -49,6 +49,20 @@ def test_undefined_name():
 
 
 @tilec.jit
+def reached_raise(x_ptr, MODE: tl.constexpr):
+    if MODE == 0:
+        tl.store(x_ptr, 1.0)
+    else:
+        raise ValueError("unknown mode")
+
+
+def test_a_reached_raise_is_an_error_at_its_line():
+    reached_raise[(1,)](X, MODE=0)  # the branch with the raise is ruled out
+    err = compile_error(reached_raise, X, MODE=1)
+    check(err, reached_raise, "raise ValueError", "a kernel cannot raise exceptions")
+
+
+@tilec.jit
 def shape_mismatch(x_ptr):
     a = tl.arange(0, 128)
     b = tl.arange(0, 64)

@@ -2168,9 +2168,52 @@ def test_batched_3d_dot(rng):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
+@tilec.jit
+def dot_4d_kernel(a_ptr, b_ptr, c_ptr, P: tl.constexpr, Q: tl.constexpr, M: tl.constexpr,
+                  N: tl.constexpr, K: tl.constexpr):
+    rp = tl.arange(0, P)[:, None, None, None]
+    rq = tl.arange(0, Q)[None, :, None, None]
+    rm = tl.arange(0, M)[None, None, :, None]
+    rn = tl.arange(0, N)[None, None, None, :]
+    rka = tl.arange(0, K)[None, None, None, :]
+    rkb = tl.arange(0, K)[None, None, :, None]
+    a = tl.load(a_ptr + (rp * Q + rq) * M * K + rm * K + rka)
+    b = tl.load(b_ptr + (rp * Q + rq) * K * N + rkb * N + rn)
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + (rp * Q + rq) * M * N + rm * N + rn, c)
+
+
+def test_dot_with_two_batch_dims(rng):
+    """tl.dot on 4-D tensors: every leading dim is a batch dim, as in Triton."""
+    P, Q, M, N, K = 2, 2, 16, 32, 16
+    a, b = nonzero(rng, (P, Q, M, K)), nonzero(rng, (P, Q, K, N))
+    c = np.zeros((P, Q, M, N), np.float32)
+    dot_4d_kernel[(1,)](a, b, c, P=P, Q=Q, M=M, N=N, K=K)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
 # ----------------------------------------------------------------------------
 # control flow
 # ----------------------------------------------------------------------------
+
+@tilec.jit
+def constant_to_kernel(out_ptr, lo, hi, MODE: tl.constexpr):
+    acc = 0
+    acc = acc.to(tl.int64)  # a constant's tensor methods: it becomes an int32 scalar first
+    for i in range(lo, hi):
+        acc += i
+    if MODE == "int64":
+        tl.store(out_ptr, acc)
+    else:
+        raise ValueError("unknown mode")  # never reached: MODE rules this branch out
+
+
+def test_tensor_methods_of_a_constant_and_an_unreached_raise():
+    out = np.zeros(1, np.int64)
+    lo = 2**35
+    constant_to_kernel[(1,)](out, lo, lo + 20, MODE="int64")
+    assert out[0] == sum(range(lo, lo + 20))
+
 
 @tilec.jit
 def static_range_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
@@ -3590,10 +3633,11 @@ def precision_dot_kernel(a_ptr, b_ptr, c_ptr, PREC: tl.constexpr, M: tl.constexp
 
 
 @pytest.mark.parametrize("prec,bound", [("tf32", 3e-3), ("tf32x3", 2e-6), ("bf16x3", 2e-5),
-                                        ("ieee", 2e-6)])
+                                        ("bf16x6", 2e-6), ("ieee", 2e-6)])
 def test_dot_input_precisions(rng, prec, bound):
     """tf32x3 and bf16x3: three tensor-core products of high and low parts get
-    close to fp32's accuracy; tf32 alone does not."""
+    close to fp32's accuracy, bf16x6 (six products of three parts) to it; tf32
+    alone does not."""
     M, N, K = 32, 32, 64
     a = rng.uniform(0.5, 2.0, (M, K)).astype(np.float32)
     b = rng.uniform(0.5, 2.0, (K, N)).astype(np.float32)

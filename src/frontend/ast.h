@@ -84,6 +84,7 @@ enum class StmtKind {
   Break,
   Continue,
   Assert,    // assert test, msg
+  Raise,     // raise value (null for a bare raise): an error where sema reaches it
 };
 
 struct Stmt {

@@ -37,6 +37,8 @@ const char *stmtName(StmtKind kind) {
     return "Continue";
   case StmtKind::Assert:
     return "Assert";
+  case StmtKind::Raise:
+    return "Raise";
   }
   return "?";
 }

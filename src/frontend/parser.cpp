@@ -28,7 +28,7 @@ const std::pair<const char *, const char *> kUnsupportedStatements[] = {
     {"class", "class definitions"},          {"def", "nested function definitions"},
     {"@", "nested function definitions"},    {"async", "'async' functions and statements"},
     {"with", "'with' statements"},           {"try", "'try' statements"},
-    {"raise", "'raise' statements"},         {"import", "'import' statements"},
+    {"import", "'import' statements"},
     {"from", "'import' statements"},         {"global", "'global' declarations"},
     {"nonlocal", "'nonlocal' declarations"}, {"del", "'del' statements"},
 };
@@ -137,6 +137,7 @@ private:
   std::vector<StmtPtr> loopBody(const std::string &what);
   StmtPtr returnStatement();
   StmtPtr assertStatement();
+  StmtPtr raiseStatement();
   StmtPtr jumpStatement(StmtKind kind);
   StmtPtr expressionStatement();
   StmtPtr annotatedAssignment(SourceLoc begin, ExprPtr target);
@@ -467,7 +468,8 @@ void Parser::simpleStatements(std::vector<StmtPtr> &out) {
   next();
 }
 
-// simple_stmt = "pass" | "break" | "continue" | return_stmt | assert_stmt | expr_stmt
+// simple_stmt = "pass" | "break" | "continue" | return_stmt | assert_stmt | raise_stmt
+//             | expr_stmt
 StmtPtr Parser::simpleStatement() {
   rejectStatement();
   if (equal("pass"))
@@ -480,6 +482,8 @@ StmtPtr Parser::simpleStatement() {
     return returnStatement();
   if (equal("assert"))
     return assertStatement();
+  if (equal("raise"))
+    return raiseStatement();
   return expressionStatement();
 }
 
@@ -566,6 +570,19 @@ StmtPtr Parser::assertStatement() {
   StmtPtr s = newStmt(StmtKind::Assert, begin);
   s->test = std::move(test);
   s->msg = std::move(msg);
+  return s;
+}
+
+// raise_stmt = "raise" (expr ("from" expr)?)?
+StmtPtr Parser::raiseStatement() {
+  SourceLoc begin = start();
+  next();
+  StmtPtr s = newStmt(StmtKind::Raise, begin);
+  if (!is(TokKind::Newline) && !equal(";")) {
+    s->value = expr();
+    if (consume("from"))
+      s->msg = expr();
+  }
   return s;
 }
 

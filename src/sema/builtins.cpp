@@ -1389,12 +1389,14 @@ SVal cumsum(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
 SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   Value *x = l.tensorArg(*a[0], "input"), *y = l.tensorArg(*a[1], "other");
   int rank = x->type.rank();
-  if ((rank != 2 && rank != 3) || y->type.rank() != rank)
-    l.error(call.span, "tl.dot() needs two 2-D (or two 3-D) tensors, got " + x->type.str() +
-                           " and " + y->type.str());
-  int64_t m = x->type.shape[rank - 2], k = x->type.shape[rank - 1];
+  if (rank < 2 || y->type.rank() != rank)
+    l.error(call.span, "tl.dot() needs two tensors of rank 2 or more (batch dims first), got " +
+                           x->type.str() + " and " + y->type.str());
+  int64_t k = x->type.shape[rank - 1];
   int64_t k2 = y->type.shape[rank - 2], n = y->type.shape[rank - 1];
-  if (k != k2 || (rank == 3 && x->type.shape[0] != y->type.shape[0]))
+  bool sameBatch = std::equal(x->type.shape.begin(), x->type.shape.end() - 2,
+                              y->type.shape.begin());
+  if (k != k2 || !sameBatch)
     l.error(call.span, "tl.dot(): incompatible shapes " + x->type.str() + " and " + y->type.str());
   // Any size runs: shapes the tensor cores do not fit take the CUDA-core path.
   DType dx = x->type.dtype, dy = y->type.dtype;
@@ -1436,17 +1438,49 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
       l.error(a[3]->span, "input_precision must be a string");
     precision = a[3]->val.c.s;
     if (precision != "tf32" && precision != "tf32x3" && precision != "ieee" &&
-        precision != "bf16x3")
-      l.error(a[3]->span, "input_precision must be 'tf32', 'tf32x3', 'bf16x3' or 'ieee', got '" +
-                              precision + "'");
+        precision != "bf16x3" && precision != "bf16x6")
+      l.error(a[3]->span, "input_precision must be 'tf32', 'tf32x3', 'bf16x3', 'bf16x6' or "
+                          "'ieee', got '" + precision + "'");
   }
   if (dx != DType::F32)
     precision = "ieee";
+  // Batch dims beyond one fold into one: the backends multiply 2-D and 3-D tensors.
+  auto folded = [&](Value *v) {
+    if (rank <= 3)
+      return v;
+    std::vector<int64_t> s = {1, v->type.shape[rank - 2], v->type.shape[rank - 1]};
+    for (int d = 0; d < rank - 2; ++d)
+      s[0] *= v->type.shape[d];
+    return l.reshape(v, s, call.span);
+  };
+  x = folded(x);
+  y = folded(y);
+  acc = folded(acc);
+  auto unfolded = [&](Value *v) { return SVal::tensor(rank <= 3 ? v : l.reshape(v, shape, call.span)); };
   auto dot = [&](Value *p, Value *q, Value *c, const char *prec) {
     Op *op = l.b_.create(OpKind::Dot, {p, q, c}, {c->type});
     op->setAttr("input_precision", std::string(prec));
     return op->result();
   };
+  if (precision == "bf16x6") {
+    // Each f32 operand as three bf16 parts (high, middle, low); the six
+    // products above f32's precision, the smallest first.
+    auto parts = [&](Value *v) {
+      std::vector<Value *> out;
+      Value *rest = v;
+      for (int i = 0; i < 3; ++i) {
+        out.push_back(l.castTo(rest, DType::BF16));
+        if (i < 2)
+          rest = l.elementwise(OpKind::Sub, {rest, l.castTo(out.back(), DType::F32)}, call.span);
+      }
+      return out;
+    };
+    std::vector<Value *> xs = parts(x), ys = parts(y);
+    Value *r = acc;
+    for (auto [i, j] : {std::pair{2, 0}, {0, 2}, {1, 1}, {1, 0}, {0, 1}, {0, 0}})
+      r = dot(xs[i], ys[j], r, "ieee");
+    return unfolded(r);
+  }
   if (precision == "tf32x3" || precision == "bf16x3") {
     // Each f32 operand as a high part the tensor cores take exactly plus the
     // rest; three products (the low x low one is below f32's precision).
@@ -1469,9 +1503,9 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     auto [yh, yl] = parts(y);
     const char *prec = tf32 ? "tf32" : "ieee";
     Value *r = dot(xl, yh, dot(xh, yl, acc, prec), prec);
-    return SVal::tensor(dot(xh, yh, r, prec));
+    return unfolded(dot(xh, yh, r, prec));
   }
-  return SVal::tensor(dot(x, y, acc, precision.c_str()));
+  return unfolded(dot(x, y, acc, precision.c_str()));
 }
 
 // --- shapes
@@ -2098,6 +2132,8 @@ const std::map<std::string, BuiltinDef> &table() {
   return t;
 }
 
+} // namespace
+
 // Functions a tensor has as methods: x.to(...), x.sum(...), x.exp(), ...
 bool isTensorMethod(const std::string &name) {
   static const char *const methods[] = {
@@ -2115,8 +2151,6 @@ bool isTensorMethod(const std::string &name) {
       return true;
   return false;
 }
-
-} // namespace
 
 void Lowerer::checkWritable(const Value *ptr, const Span &span) {
   if (constPointers_.empty())

@@ -241,6 +241,11 @@ SVal Lowerer::attribute(const SVal &base, const std::string &name, const Span &s
       return base;
     if (name == "dtype" && base.c.isNumber()) // `value = 1; value.dtype`: the type Triton gives it
       return SVal::constant(ConstValue::dtype(materialize(base, span)->type.element()));
+    if (base.c.isNumber() && isTensorMethod(name)) { // `acc = 0; acc = acc.to(tl.int64)`
+      SVal m = SVal::builtin(name);
+      m.elems.push_back(SVal::tensor(materialize(base, span)));
+      return m;
+    }
     break;
   default:
     break;

@@ -241,6 +241,9 @@ void Lowerer::lowerStmt(const Stmt &s) {
   case StmtKind::Assert:
     lowerAssert(s);
     return;
+  case StmtKind::Raise: // allowed in branches a constexpr rules out, as in Triton
+    error(s.span, "a kernel cannot raise exceptions, and this 'raise' is reached; use "
+                  "tl.static_assert or tl.device_assert");
   }
 }
 

@@ -19,6 +19,9 @@
 
 namespace tilec {
 
+// Functions a tensor has as methods: x.to(...), x.sum(...), x.exp(), ... (builtins.cpp)
+bool isTensorMethod(const std::string &name);
+
 // One argument of a call as written: its value and where it is.
 struct Arg {
   SVal val;
