@@ -18,6 +18,7 @@ class CompilationError(TritonError):
         self.lineno = int(match.group(2)) if match else None
         self.col = int(match.group(3)) if match else None
         self.error = match.group(4) if match else message
+        self.error_message = self.error  # Triton's name for the message without the location
 
 
 class CompileTimeAssertionFailure(CompilationError):

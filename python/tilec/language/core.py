@@ -284,6 +284,14 @@ class PropagateNan:
 
 
 
+def _aggregate(cls):
+    """Marks a class as an aggregate (Triton's experimental struct of tensors
+    with @jit methods). Kernels do not take aggregates yet: using one in a
+    kernel is a compile error that says so."""
+    cls.__tilec_aggregate__ = True
+    return cls
+
+
 def constexpr_function(fn):
     """Marks a plain Python function that kernels may call with constexpr
     arguments, at compile time (``@triton.constexpr_function``)."""
