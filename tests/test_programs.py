@@ -396,3 +396,25 @@ def test_autotuned_matmul_with_grouped_ordering():
         torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-3, atol=2e-2)
         assert grouped_matmul_kernel.best_config in grouped_matmul_kernel.configs
     assert len(grouped_matmul_kernel.cache) == 2
+
+
+def test_jit_repr_names_the_compiled_kernel():
+    """@jit(repr=fn): the compiled kernel's name from its specialization, as
+    Triton gives it (argument type strings; constexprs and ints equal to 1)."""
+    seen = []
+
+    def name(spec):
+        seen.append(spec)
+        ones = "_".join(k for k, v in spec.constants.items() if v == 1)
+        return f"kernel_{spec.signature['value1']}_{ones}"
+
+    @triton.jit(repr=name)
+    def kernel(value1, is_one, X, BLOCK: tl.constexpr):
+        pass
+
+    x = torch.zeros(4)
+    h = kernel.warmup(2**33, 1, x, BLOCK=8, grid=(1,))
+    assert h.name == h.metadata.name == "kernel_i64_is_one"
+    assert seen[0].signature == {"value1": "i64", "is_one": "constexpr", "X": "*fp32",
+                                 "BLOCK": "constexpr"}
+    assert seen[0].constants == {"is_one": 1, "BLOCK": 8}

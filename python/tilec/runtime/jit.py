@@ -284,6 +284,9 @@ class JITFunction(KernelInterface):
         if arch is not None:
             gpu = gpu_kernel(self, compiled, specs, log, arch, options)
         kernel = CompiledKernel(compiled, specs, gpu, options)
+        if callable(self.options.get("repr")):  # @jit(repr=...): the kernel's name
+            kernel.name = kernel.metadata.name = self.options["repr"](
+                _specialization(self.arg_names, specs))
         kernel.globals_read = log
         kernel.ir_target = target
         self.cache[key] = kernel
@@ -361,6 +364,29 @@ def _language_attribute(name):
     if isinstance(value, type):
         return ("module", name)
     return None
+
+
+# Triton's type strings of the Tile IR element types.
+_TRITON_TYPES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "f8e4m3": "fp8e4nv",
+                 "f8e5m2": "fp8e5"}
+
+
+def _specialization(arg_names, specs):
+    """What a kernel's `repr=` function gets, as Triton gives it: `signature`
+    (each argument's type string, "constexpr" for constants) and `constants`
+    (constexpr arguments and integers specialized to 1, by name)."""
+    signature, constants = {}, {}
+    for name, spec in zip(arg_names, specs):
+        kind = spec[0]
+        if kind == "constexpr":
+            signature[name], constants[name] = "constexpr", spec[1]
+        elif kind in ("ptr", "desc"):
+            element = _TRITON_TYPES.get(spec[1], spec[1])
+            signature[name] = "*" + element if kind == "ptr" else f"tensordesc<{element}>"
+        else:
+            signature[name] = {"int": spec[1] if len(spec) > 1 else "i32", "bool": "i1",
+                               "float": "fp32"}.get(kind, kind)
+    return types.SimpleNamespace(signature=signature, constants=constants, attrs={})
 
 
 def jit(fn=None, *, do_not_specialize=(), debug=None, noinline=None, **options):
