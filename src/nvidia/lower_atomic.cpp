@@ -45,9 +45,10 @@ void Lowering::lowerAtomic(const Op &op) {
     unsupported(op, "atomic_add of bfloat16 (it needs sm_90)");
   std::string order = "." + op.strAttr("sem") + "." + op.strAttr("scope") + ".global";
   // atom spelled as Triton's PTX spells it (ptxas takes the qualifiers in any
-  // order): space, scope, semantics; a cas leaves out the default .gpu scope.
+  // order): space, scope, semantics; a cas names its semantics before its scope.
   std::string scope = op.strAttr("scope"), sem = op.strAttr("sem");
-  std::string head = "atom.global." + (cas && scope == "gpu" ? "" : scope + ".") + sem + ".";
+  std::string head = cas ? "atom.global." + sem + "." + scope + "."
+                         : "atom.global." + scope + "." + sem + ".";
   if (kind == "xchg")
     head += "exch";
   else
