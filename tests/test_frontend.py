@@ -113,3 +113,12 @@ def test_syntax_errors(body, message):
 
 def test_compilation_error_is_the_public_class():
     assert issubclass(tilec.CompilationError, Exception)
+
+
+def test_an_fstring_in_a_decorator_is_skipped_with_it():
+    """Decorators are applied by Python before tilec sees the kernel: an f-string
+    there is fine; one in the kernel's body is not."""
+    src = '@decorate(name=f"tl.{kind}int{width}")\ndef k(x):\n    return x\n'
+    assert _C.dump_ast(src).splitlines()[0].startswith("FunctionDef k")
+    with pytest.raises(_C.CompilationError, match="f-strings are not supported"):
+        _C.dump_ast('def k(x):\n    y = f"{x}"\n')

@@ -349,9 +349,7 @@ void Lexer::string(SourceLoc begin, const std::string &prefix) {
   auto has = [&](char c) {
     return prefix.find(c) != std::string::npos || prefix.find((char)(c - 32)) != std::string::npos;
   };
-  if (has('f'))
-    error(begin, here(), "f-strings are not supported in kernels");
-  bool raw = has('r'), bytes = has('b');
+  bool fstring = has('f'), raw = has('r') || fstring, bytes = has('b');
   char quote = peek();
   bool triple = peek(1) == quote && peek(2) == quote;
   advance(triple ? 3 : 1);
@@ -379,7 +377,7 @@ void Lexer::string(SourceLoc begin, const std::string &prefix) {
       value += c;
     advance();
   }
-  emit(TokKind::Str, value, begin);
+  emit(TokKind::Str, value, begin).fstring = fstring;
 }
 
 // One escape sequence of a non-raw string, from its backslash.

@@ -29,12 +29,13 @@ struct Token {
   uint64_t intValue = 0;
   bool intTooLarge = false;
   double floatValue = 0;
+  bool fstring = false; // an f-string: lexed (a decorator may hold one), refused as an expression
 };
 
 // Splits the whole source into tokens. The indentation of the first non-blank line is the base
 // level; the result ends with a Newline, the Dedents back to the base level, and End. Throws
 // CompileError on malformed input (bad numbers, unterminated strings, unbalanced brackets,
-// inconsistent dedents, f-strings, `:=`).
+// inconsistent dedents, `:=`).
 std::vector<Token> tokenize(const SourcePtr &source);
 
 // Whether `word` is a reserved Python keyword (soft keywords such as `match` are not).

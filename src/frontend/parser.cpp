@@ -1040,8 +1040,11 @@ ExprPtr Parser::operatorAtom() {
 ExprPtr Parser::strings() {
   SourceLoc begin = start();
   std::string value;
-  while (is(TokKind::Str))
+  while (is(TokKind::Str)) {
+    if (tok().fstring)
+      error(tok(), "f-strings are not supported in kernels");
     value += next().text;
+  }
   ExprPtr e = newExpr(ExprKind::Str, begin);
   e->name = std::move(value);
   return e;
