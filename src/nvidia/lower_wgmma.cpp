@@ -115,9 +115,12 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string accumulate = b.reg(RegClass::Pred);
   b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
 
-  std::string instr =
-      "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16.f32." + ty + "." + ty;
-  int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2;
+  // f32 accumulators, one register per element, or f16 ones packed two to a register.
+  bool half = halfAccumulator(op);
+  std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16." +
+                      (half ? "f16." : "f32.") + ty + "." + ty;
+  int64_t perReg = half ? 2 : 1;
+  int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2 / perReg;
   b.emit("wgmma.fence.sync.aligned");
   for (int64_t kk = 0; kk < t.K; kk += 16)
     for (int64_t i = 0; i < repsM; ++i)
@@ -126,8 +129,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         int64_t bOff = tiles.b.offset(kk, n0 * 2);
         std::string a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
         std::string bd = bOff ? opReg("add.s64", RegClass::B64, {bDesc, imm(bOff >> 4)}) : bDesc;
-        std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2,
-                                   acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2);
+        std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
+                                   acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
         b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate +
                ", 1, 1, 0, 1");
       }

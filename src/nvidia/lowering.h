@@ -82,6 +82,9 @@ OperandTiles operandTiles(const Op &dot);
 // FMA path. Decided once, by assignLayouts, which puts it in the dot's type.
 std::shared_ptr<const LayoutEncoding> accumulatorEncoding(const Op &dot, const GpuOptions &opts);
 std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptions &opts);
+// Whether the tensor cores accumulate `dot` in f16 (f16 operands, f16 result), in
+// f16x2 registers: adjacent columns of the accumulator layout packed in pairs.
+bool halfAccumulator(const Op &dot);
 
 class Lowering;
 // An f32 rounded to tf32 as the CPU backend rounds it: nearest, ties to even.
