@@ -237,6 +237,7 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   std::map<std::pair<std::string, int64_t>, std::string> cache;
   std::string mma = std::string("mma.sync.aligned.") + kind.shape + ".row.col." + kind.types;
   int64_t reps = t.warpM / 16, nreps = t.warpN / 8;
+  int per = halfAccumulator(op) ? 2 : 4; // accumulator registers per 16x8 tile: f32/s32, or f16x2
   for (int64_t kk = 0; kk < K; kk += kind.kInst) {
     std::vector<std::vector<std::string>> aFrag(reps), bFrag(nreps);
     for (int64_t i = 0; i < reps; ++i) {
@@ -260,8 +261,6 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
     }
     for (int64_t i = 0; i < reps; ++i)
       for (int64_t j = 0; j < nreps; ++j) {
-        // Four f32 (or s32) registers per 16x8 tile, or two f16x2 ones.
-        int per = halfAccumulator(op) ? 2 : 4;
         std::vector<std::string> d;
         for (int q = 0; q < per; ++q)
           d.push_back(acc[(i * nreps + j) * per + q]);
@@ -283,7 +282,7 @@ std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const Line
   std::vector<std::string> acc;
   if (halfAccumulator(op)) { // pairs of adjacent columns (register bit 0) packed as f16x2
     for (size_t r = 0; r < cv.regs.size(); r += 2)
-      acc.push_back(opReg("mov.b32", RegClass::B32, {"{" + cv.regs[r] + ", " + cv.regs[r + 1] + "}"}));
+      acc.push_back(opReg("mov.b32", RegClass::B32, {regList({cv.regs[r], cv.regs[r + 1]})}));
     return acc;
   }
   DType accType = integer ? DType::I32 : DType::F32;
@@ -329,7 +328,7 @@ void Lowering::bindAccumulator(const Op &op, const LinearLayout *layout,
   if (halfAccumulator(op)) {
     for (const std::string &a : acc) {
       std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
-      b.emit("mov.b32 {" + lo + ", " + hi + "}, " + a);
+      b.emit("mov.b32 " + regList({lo, hi}) + ", " + a);
       result.regs.push_back(lo);
       result.regs.push_back(hi);
     }

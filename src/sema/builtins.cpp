@@ -1261,13 +1261,7 @@ SVal reduceTensorDescriptor(Lowerer &l, Args &a, const Expr &call, const std::st
   const Span &span = call.span;
   std::vector<SVal> idx;
   for (size_t dim = 0; dim < block.size(); ++dim) {
-    Op *range =
-        l.b_.create(OpKind::MakeRange, {}, {Type::scalar(DType::I32).withShape({block[dim]})});
-    range->setAttr("start", (int64_t)0);
-    range->setAttr("end", block[dim]);
-    std::vector<int64_t> shape(block.size(), 1);
-    shape[dim] = block[dim];
-    SVal along = SVal::tensor(l.reshape(range->result(), shape, span));
+    SVal along = SVal::tensor(rangeAlong(l, block, (int)dim, DType::I32, span));
     idx.push_back(l.binary(BinOpKind::Add, offsets[dim], along, span));
   }
   auto [ptrs, mask] = descriptorElements(l, origin, idx, span);
