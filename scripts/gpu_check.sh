@@ -6,6 +6,7 @@
 #   run(command="bash scripts/gpu_check.sh tests")    # build + tests only
 #   run(command="bash scripts/gpu_check.sh tests tutorials")  # several parts in one call
 #   run(command="bash scripts/gpu_check.sh language") # build + the wider language's benchmarks
+#   run(command="bash scripts/gpu_check.sh attention") # build + flash attention vs Triton
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -52,6 +53,14 @@ fi
 if want bench; then
   $PY examples/run_all.py > "$OUT/examples.log" 2>&1; cat "$OUT/examples.log"
   $PY benchmarks/gpu.py --plot "$OUT" 2>&1 | tee "$OUT/bench.log"
+fi
+if want attention; then  # flash attention against Triton and SDPA; tilec's PTX beside Triton's
+  $PY benchmarks/attention.py --plot "$OUT" 2>&1 | tee "$OUT/attention.log"
+  rm -rf /tmp/compare
+  for d in 64 128; do
+    $PY scripts/compare_triton.py attention --d $d --out /tmp/compare/d$d 2>&1 | tee -a "$OUT/compare.log"
+  done
+  tar -C /tmp -czf "$OUT/compare.tgz" compare
 fi
 if want bench language; then
   $PY benchmarks/language_ops.py 2>&1 | tee "$OUT/language_ops.log"

@@ -293,4 +293,68 @@ AxisInfo axisInfoOf(const AxisInfoMap &map, const Value *v) {
   return pessimistic(v->type);
 }
 
+namespace {
+
+bool isConstantOne(const Value *v) {
+  while (v->def && v->def->kind == OpKind::Cast)
+    v = v->def->operand(0);
+  return v->def && v->def->kind == OpKind::Constant && v->type.isScalar() &&
+         isInteger(v->type.dtype) && v->def->intAttr("value") == 1;
+}
+
+int64_t scalarDivisibility(const AxisInfoMap &map, const Value *v) {
+  return axisInfoOf(map, v).divisibility[0];
+}
+
+// Meets the offsets of `info` with the deltas of the advances from `from` back to `to`.
+bool meetAdvances(const AxisInfoMap &map, const Value *from, const Value *to, BlockPtrInfo &info) {
+  while (from != to) {
+    if (!from->def || from->def->kind != OpKind::Advance)
+      return false;
+    for (size_t d = 0; d < info.offsetDivisibility.size(); ++d)
+      info.offsetDivisibility[d] = std::gcd(info.offsetDivisibility[d],
+                                            scalarDivisibility(map, from->def->operand(1 + d)));
+    from = from->def->operand(0);
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<BlockPtrInfo> blockPtrInfo(const AxisInfoMap &map, const Value *blockPtr) {
+  const Value *v = blockPtr;
+  // Advances and loop-carried values lead back to the make_block_ptr.
+  std::vector<const Value *> path;
+  while (v->def && v->def->kind == OpKind::Advance) {
+    path.push_back(v);
+    v = v->def->operand(0);
+  }
+  if (!v->def) {
+    const Block *body = v->owner;
+    if (!body || !body->parent || body->parent->kind != OpKind::For || v->index == 0)
+      return std::nullopt;
+    std::optional<BlockPtrInfo> info =
+        blockPtrInfo(map, body->parent->operand(2 + v->index)); // the initial value
+    if (!info || !meetAdvances(map, body->terminator()->operand(v->index - 1), v, *info))
+      return std::nullopt;
+    return meetAdvances(map, blockPtr, v, *info) ? info : std::nullopt;
+  }
+  if (v->def->kind != OpKind::MakeBlockPtr)
+    return std::nullopt;
+  const Op &make = *v->def;
+  size_t rank = v->type.blockShape.size();
+  BlockPtrInfo info;
+  info.baseDivisibility = scalarDivisibility(map, make.operand(0));
+  for (size_t d = 0; d < rank; ++d) {
+    info.shapeDivisibility.push_back(scalarDivisibility(map, make.operand(1 + d)));
+    info.strideDivisibility.push_back(scalarDivisibility(map, make.operand(1 + rank + d)));
+    info.unitStride.push_back(isConstantOne(make.operand(1 + rank + d)));
+    info.offsetDivisibility.push_back(scalarDivisibility(map, make.operand(1 + 2 * rank + d)));
+  }
+  info.order = make.intsAttr("order");
+  if (!meetAdvances(map, blockPtr, v, info))
+    return std::nullopt;
+  return info;
+}
+
 } // namespace tilec::nvidia

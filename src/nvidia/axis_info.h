@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -25,5 +26,18 @@ AxisInfoMap analyzeAxisInfo(const Function &fn);
 
 // The info of `v`, or the pessimistic one.
 AxisInfo axisInfoOf(const AxisInfoMap &map, const Value *v);
+
+// What is known of the addresses a block pointer covers, per dim of its
+// block: whether the dim's stride is the constant 1, the powers of 2 dividing
+// its stride, its offset and its shape (elements), and the base's (bytes);
+// `order` is make_block_ptr's. Traced through advance and loop-carried block
+// pointers that each iteration advances; nullopt where the origin is unknown.
+struct BlockPtrInfo {
+  std::vector<bool> unitStride;
+  std::vector<int64_t> strideDivisibility, offsetDivisibility, shapeDivisibility;
+  int64_t baseDivisibility = 1;
+  std::vector<int64_t> order;
+};
+std::optional<BlockPtrInfo> blockPtrInfo(const AxisInfoMap &map, const Value *blockPtr);
 
 } // namespace tilec::nvidia

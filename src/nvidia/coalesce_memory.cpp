@@ -8,6 +8,8 @@
 // narrow, goes out in 16-byte vectors; a value already in the layout makes the
 // conversion free. A conversion that moves data goes through shared memory
 // whole, so values over 64 KiB are stored in their own layout instead.
+// Block pointers get the same, ordered by a dim of unit stride, else by their
+// make_block_ptr's order.
 #include "nvidia/coalesce_memory.h"
 
 #include <algorithm>
@@ -32,16 +34,58 @@ std::vector<int> contiguityOrder(const std::vector<int64_t> &contiguity) {
   return order;
 }
 
+// A block pointer's dims from the most contiguous: a dim of unit stride
+// first, then make_block_ptr's order (row-major where its origin is unknown).
+std::vector<int> blockOrder(const AxisInfoMap &info, const Value *blockPtr) {
+  int rank = (int)blockPtr->type.blockShape.size();
+  std::vector<int> order(rank);
+  std::iota(order.rbegin(), order.rend(), 0);
+  std::optional<BlockPtrInfo> bp = blockPtrInfo(info, blockPtr);
+  if (!bp)
+    return order;
+  if ((int)bp->order.size() == rank)
+    order.assign(bp->order.begin(), bp->order.end());
+  for (int d = 0; d < rank; ++d)
+    if (bp->unitStride[d]) {
+      order.erase(std::find(order.begin(), order.end(), d));
+      order.insert(order.begin(), d);
+      break;
+    }
+  return order;
+}
+
+// A store's value moved into the access layout `e`, unless too big to move whole.
+void convertStoredValue(Op *store, int operand, const std::shared_ptr<LayoutEncoding> &e) {
+  Value *value = store->operand(operand);
+  bool fits = value->type.isTensor() &&
+              value->type.numel() * storageBytes(value->type.dtype) <= kMaxConvertBytes;
+  if (fits && !value->type.sameEncoding(value->type.withEncoding(e)))
+    store->operands[operand] = convertBefore(store, value, e);
+}
+
 } // namespace
 
 void coalesceMemory(Function &fn, const GpuOptions &opts) {
   AxisInfoMap info = analyzeAxisInfo(fn);
   int minBytes = minAccessBytes(fn);
-  std::vector<Op *> accesses;
+  std::vector<Op *> accesses, blockAccesses;
   walk(*fn.body, [&](Op *op) {
     if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.isTensor())
       accesses.push_back(op);
+    if (op->kind == OpKind::LoadBlock || op->kind == OpKind::StoreBlock)
+      blockAccesses.push_back(op);
   });
+  // Block pointers: the layout always goes into the types (the lowering has no other).
+  for (Op *op : blockAccesses) {
+    const std::vector<int64_t> &shape = op->operand(0)->type.blockShape;
+    auto e = std::make_shared<LayoutEncoding>(
+        "blocked", blockedLayout(shape, defaultVector(shape, minBytes, opts.numWarps),
+                                 opts.numWarps, blockOrder(info, op->operand(0))));
+    if (op->kind == OpKind::LoadBlock)
+      op->result()->type = op->result()->type.withEncoding(e);
+    else
+      convertStoredValue(op, 1, e);
+  }
   for (Op *op : accesses) {
     const Type &ptr = op->operand(0)->type;
     std::vector<int> order = contiguityOrder(axisInfoOf(info, op->operand(0)).contiguity);
@@ -53,11 +97,7 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
         op->result()->type = op->result()->type.withEncoding(e);
       continue;
     }
-    Value *value = op->operand(1);
-    bool fits = value->type.isTensor() &&
-                value->type.numel() * storageBytes(value->type.dtype) <= kMaxConvertBytes;
-    if (fits && !value->type.sameEncoding(value->type.withEncoding(e)))
-      op->operands[1] = convertBefore(op, value, e);
+    convertStoredValue(op, 1, e);
   }
 }
 

@@ -62,14 +62,17 @@ void Lowering::lowerFor(const Op &op) {
   const Op &yield = *body.terminator();
   for (size_t k = 3; k < op.operands.size(); ++k) {
     TVal init = val(op.operand(k));
-    // A splat initial value takes the layout the loop body gives the value
-    // (an accumulator stays in the tensor cores' layout).
-    if (init.uniform)
+    // The carried value's layout is the one the layout passes gave it; else a
+    // splat initial value takes the layout the loop body gives the value.
+    if (const LayoutEncoding *e = layoutEncoding(body.args[k - 2]->type); e && init.isTensor())
+      init = convert(init, op.operand(k)->type.dtype, intern(e->layout));
+    else if (init.uniform)
       if (const LinearLayout *want = preferredLayout(yield.operand(k - 3)))
         init = convert(init, op.operand(k)->type.dtype, want);
     carried.push_back(copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
+  stageLoopInvariantOperands(op);
   std::unique_ptr<Pipeline> pipeline = planPipeline(op, carried);
   if (pipeline) {
     beginPipeline(*pipeline, op, carried);

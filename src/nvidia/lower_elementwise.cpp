@@ -349,11 +349,13 @@ std::string Lowering::unary(const Op &op, OpKind kind, DType d, const std::strin
 
 void Lowering::lowerElementwise(const Op &op) {
   const Type &rt = op.result()->type;
-  // The layout of an operand that cannot be recomputed (a load, a dot) wins:
-  // the others are recomputed in it rather than moved through shared memory.
-  const LinearLayout *layout = nullptr;
+  // A layout the propagation pass chose wins; without one, the layout of an
+  // operand that cannot be recomputed (a load, a dot): the others are
+  // recomputed in it rather than moved through shared memory.
+  const LayoutEncoding *e = layoutEncoding(rt);
+  const LinearLayout *layout = e ? intern(e->layout) : nullptr;
   for (Value *v : op.operands)
-    if (val(v).isTensor() && !val(v).uniform && (!layout || !rematerializable(v))) {
+    if (!e && val(v).isTensor() && !val(v).uniform && (!layout || !rematerializable(v))) {
       layout = val(v).layout;
       if (!rematerializable(v))
         break;

@@ -109,6 +109,17 @@ std::string Lowering::pipelineBase() {
   return pipelineBase_;
 }
 
+std::string Lowering::residentTile(int64_t bytes) {
+  if (residentBase_.empty()) {
+    residentBase_ = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + residentBase_ + ", tilec_smem");
+    b.emitPrologue("add.u32 " + residentBase_ + ", " + residentBase_ + ", TILEC_RESIDENT_START");
+  }
+  int64_t at = residentBytes_;
+  residentBytes_ = (at + bytes + 1023) / 1024 * 1024; // swizzle patterns
+  return at ? opReg("add.u32", RegClass::B32, {residentBase_, imm(at)}) : residentBase_;
+}
+
 void Lowering::needPipelineShared(int64_t bytes) {
   pipelineBase();
   pipelineBytes_ = std::max(pipelineBytes_, (bytes + 1023) / 1024 * 1024); // swizzle patterns
@@ -400,7 +411,7 @@ void Lowering::lowerShape(const Op &op) {
   const Type &t = op.result()->type;
   switch (op.kind) {
   case OpKind::MakeRange: {
-    const LinearLayout *l = defaultLayout(t.shape);
+    const LinearLayout *l = layoutFor(op.result());
     int64_t start = op.intAttr("start");
     TVal out{l, {}};
     for (int r = 0; r < l->numRegs(); ++r) {
@@ -411,12 +422,12 @@ void Lowering::lowerShape(const Op &op) {
     return;
   }
   case OpKind::Splat:
-    bind(op.result(), convert(val(op.operand(0)), t.dtype, defaultLayout(t.shape)));
+    bind(op.result(), convert(val(op.operand(0)), t.dtype, layoutFor(op.result())));
     return;
   case OpKind::Broadcast: {
     const TVal &src = val(op.operand(0));
-    const LinearLayout *to = defaultLayout(t.shape);
-    if (src.isTensor() && src.layout->shape == t.shape) {
+    const LinearLayout *to = layoutFor(op.result());
+    if (src.isTensor() && src.layout->shape == t.shape && !layoutEncoding(t)) {
       bind(op.result(), src);
       return;
     }

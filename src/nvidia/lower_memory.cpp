@@ -3,6 +3,7 @@
 // mask constant, and block pointers lowered to addresses and masks.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "nvidia/lowering.h"
 
@@ -293,12 +294,38 @@ void Lowering::lowerBlockPtr(const Op &op) {
   bind(op.result(), out);
 }
 
-// The addresses and in-bounds mask of every element a block pointer covers.
-static void blockAddresses(Lowering &L, const Op &op, TVal &ptr, TVal &mask, bool &masked) {
+// Elements per access of a block pointer's load or store in layout `l`: the
+// registers contiguous along a dim of unit stride, as far as the base, the
+// other dims' strides and the offset along it keep each vector aligned, and
+// (when that dim is bounds-checked) its shape keeps each vector all in or out.
+static int blockVectorWidth(Lowering &L, const Op &op, const LinearLayout *l, DType d) {
+  std::optional<BlockPtrInfo> info = blockPtrInfo(L.axisInfo, op.operand(0));
+  int dim = vectorDim(*l);
+  if (!info || !info->unitStride[dim])
+    return 1;
+  int64_t bytes = dtypeBytes(d);
+  int64_t align = info->baseDivisibility;
+  for (size_t e = 0; e < info->unitStride.size(); ++e)
+    if ((int)e != dim)
+      align = std::gcd(align, std::min<int64_t>(info->strideDivisibility[e], 1 << 20) * bytes);
+  align = std::gcd(align, std::min<int64_t>(info->offsetDivisibility[dim], 1 << 20) * bytes);
+  int64_t w = std::min<int64_t>(contiguousRegisters(*l, dim), 16 / bytes);
+  w = std::min(w, std::max<int64_t>(1, align / bytes));
+  for (int64_t c : op.intsAttr("boundary_check"))
+    if (c == dim)
+      w = std::min(w, info->shapeDivisibility[dim]);
+  int width = floorPow2(std::max<int64_t>(1, w));
+  return bytes < 4 && width * bytes < 4 ? 1 : width;
+}
+
+// The addresses and in-bounds mask of the elements of layout `l` a block
+// pointer covers: of the first element of each vector of `vec` (the others
+// repeat it; accesses read only the first).
+static void blockAddresses(Lowering &L, const Op &op, const LinearLayout *l, int vec, TVal &ptr,
+                           TVal &mask, bool &masked) {
   const Type &pt = op.operand(0)->type;
   const TVal &bp = L.val(op.operand(0));
   size_t rank = pt.blockShape.size();
-  const LinearLayout *l = L.defaultLayout(pt.blockShape);
   std::vector<bool> check(rank, false);
   for (int64_t c : op.intsAttr("boundary_check"))
     check[c] = true;
@@ -307,6 +334,12 @@ static void blockAddresses(Lowering &L, const Op &op, TVal &ptr, TVal &mask, boo
   mask = TVal{l, {}};
   int64_t bytes = dtypeBytes(pt.pointee);
   for (int r = 0; r < l->numRegs(); ++r) {
+    if (r % vec) {
+      ptr.regs.push_back(ptr.regs.back());
+      if (masked)
+        mask.regs.push_back(mask.regs.back());
+      continue;
+    }
     std::string offset, inside;
     for (size_t d = 0; d < rank; ++d) {
       std::string c = L.opReg("cvt.u64.u32", RegClass::B64, {L.elementCoord(l, (int)d, r)});
@@ -326,26 +359,34 @@ static void blockAddresses(Lowering &L, const Op &op, TVal &ptr, TVal &mask, boo
 }
 
 void Lowering::lowerLoadBlock(const Op &op) {
+  const LinearLayout *l = layoutFor(op.result()); // the coalescing pass's
+  DType d = op.result()->type.dtype;
+  int vec = blockVectorWidth(*this, op, l, d);
   TVal ptr, mask;
   bool masked = false;
-  blockAddresses(*this, op, ptr, mask, masked);
-  DType d = op.result()->type.dtype;
+  blockAddresses(*this, op, l, vec, ptr, mask, masked);
   TVal other;
   bool nanPad = op.strAttr("padding") == "nan" && isFloat(d);
   if (masked && nanPad)
     other = convert(TVal{nullptr, {constantReg(d, NAN, 0)}}, d, ptr.layout);
   std::vector<std::string> regs =
-      loadElements(ptr, d, masked ? &mask : nullptr, nanPad ? &other : nullptr, 1);
+      loadElements(ptr, d, masked ? &mask : nullptr, nanPad ? &other : nullptr, vec);
   bind(op.result(), TVal{ptr.layout, regs});
 }
 
 void Lowering::lowerStoreBlock(const Op &op) {
+  DType d = op.operand(1)->type.dtype;
+  const TVal &v = val(op.operand(1));
+  // In the value's layout: the coalescing pass moved it into an access layout.
+  const LinearLayout *l = v.isTensor() && !v.uniform
+                              ? v.layout
+                              : defaultLayout(op.operand(0)->type.blockShape);
+  int vec = blockVectorWidth(*this, op, l, d);
   TVal ptr, mask;
   bool masked = false;
-  blockAddresses(*this, op, ptr, mask, masked);
-  DType d = op.operand(1)->type.dtype;
-  TVal value = convert(val(op.operand(1)), d, ptr.layout);
-  storeElements(ptr, d, value, masked ? &mask : nullptr, 1);
+  blockAddresses(*this, op, l, vec, ptr, mask, masked);
+  TVal value = convert(v, d, l);
+  storeElements(ptr, d, value, masked ? &mask : nullptr, vec);
 }
 
 } // namespace tilec::nvidia

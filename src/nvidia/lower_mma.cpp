@@ -87,7 +87,12 @@ OperandTiles operandTiles(const Op &dot) {
   int bytes = dtypeBytes(at.dtype);
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
   OperandTiles t;
-  t.bKRows = bytes == 2;
+  // 16-bit B goes in as [K][N] (read transposed), unless it arrives with k
+  // contiguous in its registers (a K-major view): then as [N][K], as A, so
+  // that its rows are copied in whole vectors.
+  const LayoutEncoding *be = layoutEncoding(bt);
+  bool kContiguous = be && vectorDim(be->layout) == 0 && contiguousRegisters(be->layout, 0) > 1;
+  t.bKRows = bytes == 2 && !kContiguous;
   t.a = sharedTile(M, K * bytes);
   t.b = t.bKRows ? sharedTile(K, N * bytes) : sharedTile(N, K * bytes);
   return t;
@@ -142,18 +147,8 @@ void Lowering::stageOperand(const Value *v, DType in, const SharedTile &tile, bo
   int bytes = dtypeBytes(in);
   auto element = [&](const std::string &e) { return roundTf32 ? roundToTf32(*this, e) : e; };
   std::map<std::pair<std::string, int64_t>, std::string> cache;
-  if (transposed) { // element (k, n) to row n, column k, one at a time
-    const LinearLayout *lt = intern(transLayout(*l, {1, 0}));
-    TileThread th = tileThread(lt, tile, bytes);
-    for (int r = 0; r < lt->numRegs(); ++r) {
-      SharedAddr a = tileAddress(base, th, tileRegOffset(lt, r, tile, bytes), cache);
-      if (bytes == 1)
-        b.emit("st.shared.u8 " + a.str() + ", " + xv.regs[r]);
-      else
-        storeShared(a, DType::F32, element(xv.regs[r]));
-    }
-    return;
-  }
+  if (transposed) // element (k, n) to row n, column k: the same registers, read as [N][K]
+    l = intern(transLayout(*l, {1, 0}));
   // Row-major: runs of registers contiguous along the row go out as vectors
   // (a swizzle moves whole 16-byte chunks, so a run within one stays contiguous).
   TileThread th = tileThread(l, tile, bytes);
@@ -201,7 +196,7 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   std::vector<std::string> acc = accumulatorRegisters(op, accLayout, kind.integer);
 
   // 2. The operands in shared memory, unless a pipelined loop already copied them there.
-  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
+  std::string aBase = stagedOperand(op, 0), bBase = stagedOperand(op, 1);
   stageOperands(op, tiles, aBase, bBase, kind.tf32);
 
   // 3. Per K step: ldmatrix the fragments, then one mma per 16x8 tile. Each
@@ -295,16 +290,66 @@ std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const Line
   return acc;
 }
 
+std::string Lowering::stagedOperand(const Op &dot, int i) {
+  const TVal &v = val(dot.operand(i));
+  if (!v.sharedTile.empty())
+    return v.sharedTile;
+  auto it = residentOperands_.find({dot.operand(i), i});
+  return it == residentOperands_.end() ? "" : it->second;
+}
+
+static bool definedIn(const Value *v, const Block &block) {
+  for (const Block *b = v->def ? v->def->parent : v->owner; b;
+       b = b->parent ? b->parent->parent : nullptr)
+    if (b == &block)
+      return true;
+  return false;
+}
+
+void Lowering::stageLoopInvariantOperands(const Op &forOp) {
+  const Block &body = *forOp.regions[0];
+  bool staged = false, async = false;
+  for (auto &opPtr : body.ops) {
+    const Op &dot = *opPtr;
+    DType in = dot.kind == OpKind::Dot ? dot.operand(0)->type.dtype : DType::F32;
+    if (dot.kind != OpKind::Dot || !mmaLayout(dot) || dtypeBytes(in) > 2 ||
+        dtypeBytes(dot.operand(1)->type.dtype) > 2)
+      continue;
+    OperandTiles tiles = operandTiles(dot);
+    for (int i = 0; i < 2; ++i) {
+      const Value *v = dot.operand(i);
+      if (definedIn(v, body) || residentOperands_.count({v, i}))
+        continue;
+      const TVal &x = val(v);
+      if (!x.isTensor() || x.uniform || !x.sharedTile.empty())
+        continue;
+      if (!staged)
+        b.comment("loop-invariant dot operands, staged once");
+      const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
+      std::string base = residentTile(tile.bytes());
+      stageOperand(v, in, tile, i == 1 && !tiles.bKRows, base, false);
+      residentOperands_[{v, i}] = base;
+      staged = true;
+      async |= wgmmaLayout(dot) != nullptr;
+    }
+  }
+  if (!staged)
+    return;
+  if (async) // the tensor cores read through the async proxy
+    b.emit("fence.proxy.async.shared::cta");
+  barrier();
+}
+
 void Lowering::stageOperands(const Op &op, const OperandTiles &tiles, std::string &aBase,
-                             std::string &bBase, bool roundTf32) {
+                             std::string &bBase, bool roundTf32, bool aInRegisters) {
   DType in = op.operand(0)->type.dtype;
-  bool staged = aBase.empty() || bBase.empty();
+  bool staged = (aBase.empty() && !aInRegisters) || bBase.empty();
   int64_t bStart = (tiles.a.bytes() + 1023) / 1024 * 1024;
   if (staged) {
     needShared(bStart + tiles.b.bytes());
     barrier(); // earlier readers of the scratch are done
   }
-  if (aBase.empty()) {
+  if (aBase.empty() && !aInRegisters) {
     aBase = sharedBase();
     stageOperand(op.operand(0), in, tiles.a, false, aBase, roundTf32);
   }

@@ -1,8 +1,9 @@
 // tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
 // f16 and bf16. A warpgroup (4 consecutive warps) multiplies a 64 x n tile
-// per instruction, reading A ([M][K], K-major) and B ([K][N], N-major) from
-// the same swizzled shared tiles mma.sync reads (SharedTile is wgmma's
-// canonical layout), described by 64-bit matrix descriptors. Warpgroups
+// per instruction, reading A ([M][K], K-major; or from registers) and B
+// ([K][N], N-major, or [N][K], K-major) from the same swizzled shared tiles
+// mma.sync reads (SharedTile is wgmma's canonical layout), described by
+// 64-bit matrix descriptors. Warpgroups
 // split M first, then N; the accumulator layout is the instruction's: in each
 // warp the 16x8 pattern of mma.sync, repeated along n, warp w of a group on
 // rows 16w.
@@ -64,6 +65,24 @@ LinearLayout wgmmaAccumulator(const WgmmaTiling &t) {
 
 int swizzleMode(int swizzle) { return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3; }
 
+// A's registers as wgmma takes them from registers, when A (a value in
+// registers) lies in the layout of an accumulator of A's shape: per k step of
+// 16 and repeat along M, four b32 registers holding pairs of adjacent columns
+// of rows g, g+8 (columns 2t..), then of the same rows 8 columns on. Empty otherwise.
+std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const WgmmaTiling &t) {
+  const TVal &a = L.val(op.operand(0));
+  WgmmaTiling asAcc = t;
+  asAcc.N = asAcc.groupN = t.K;
+  if (!a.isTensor() || a.uniform || !a.sharedTile.empty() ||
+      *a.layout != wgmmaAccumulator(asAcc))
+    return {};
+  std::vector<std::string> words;
+  for (size_t r = 0; r + 1 < a.regs.size(); r += 2)
+    words.push_back(
+        L.opReg("mov.b32", RegClass::B32, {"{" + a.regs[r] + ", " + a.regs[r + 1] + "}"}));
+  return words;
+}
+
 } // namespace
 
 std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptions &opts) {
@@ -84,18 +103,29 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   // In a pipelined loop the accumulator stays where the loop carries it.
   std::vector<std::string> acc =
       async ? val(op.operand(2)).regs : accumulatorRegisters(op, accLayout, false);
-  std::string aBase = val(op.operand(0)).sharedTile, bBase = val(op.operand(1)).sharedTile;
-  stageOperands(op, tiles, aBase, bBase, false);
+  std::string aBase = stagedOperand(op, 0), bBase = stagedOperand(op, 1);
+  // A computed in registers (attention's p) is read from them when it already
+  // lies as wgmma reads A: each warpgroup holds whole rows of it.
+  std::vector<std::string> aRegs;
+  if (aBase.empty() && t.groupsN == 1)
+    aRegs = registerOperandA(*this, op, t);
+  stageOperands(op, tiles, aBase, bBase, false, !aRegs.empty());
 
   // This warpgroup's first row of A and first column of B.
   std::string group = opReg("shr.u32", RegClass::B32, {warp, "2"});
   std::string gm = opReg("and.b32", RegClass::B32, {group, imm(t.groupsM - 1)});
   std::string gn = opReg("shr.u32", RegClass::B32, {group, imm(__builtin_ctzll(t.groupsM))});
   // Rows are multiples of 64 and columns of a swizzle block: plain offsets.
-  std::string aStart = opReg("mad.lo.u32", RegClass::B32, {gm, imm(tiles.a.offset(64, 0)), aBase});
+  std::string aStart =
+      aRegs.empty() ? opReg("mad.lo.u32", RegClass::B32, {gm, imm(tiles.a.offset(64, 0)), aBase})
+                    : "";
+  // A warpgroup's first column of B: a column block of [K][N], a row of [N][K].
+  auto bOffset = [&](int64_t k, int64_t n) {
+    return tiles.bKRows ? tiles.b.offset(k, n * 2) : tiles.b.offset(n, k * 2);
+  };
   std::string bStart = bBase;
   if (t.groupsN > 1)
-    bStart = opReg("mad.lo.u32", RegClass::B32, {gn, imm(tiles.b.offset(0, t.groupN * 2)), bBase});
+    bStart = opReg("mad.lo.u32", RegClass::B32, {gn, imm(bOffset(0, t.groupN)), bBase});
   // Descriptor: start address >> 4 (bits 0-13), leading byte offset >> 4
   // (16-29), stride byte offset >> 4 (32-45), swizzle mode (62-63). A
   // (K-major): rows of 8 lines apart by 8 lines; the leading offset unused.
@@ -110,8 +140,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
     std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)fields);
     return opReg("or.b64", RegClass::B64, {d, hex});
   };
-  std::string aDesc = descriptor(aStart, tiles.a, 16);
-  std::string bDesc = descriptor(bStart, tiles.b, t.K * tiles.b.swizzle);
+  std::string aDesc = aRegs.empty() ? descriptor(aStart, tiles.a, 16) : "";
+  std::string bDesc = descriptor(bStart, tiles.b, tiles.bKRows ? t.K * tiles.b.swizzle : 16);
   std::string accumulate = b.reg(RegClass::Pred);
   b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
 
@@ -126,13 +156,22 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
     for (int64_t i = 0; i < repsM; ++i)
       for (int64_t n0 = 0; n0 < t.groupN; n0 += t.instrN) {
         int64_t aOff = tiles.a.offset(64 * t.groupsM * i, kk * 2);
-        int64_t bOff = tiles.b.offset(kk, n0 * 2);
-        std::string a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
+        int64_t bOff = bOffset(kk, n0);
+        std::string a;
+        if (!aRegs.empty()) {
+          auto first = aRegs.begin() + (i * (t.K / 16) + kk / 16) * 4;
+          a = regList(std::vector<std::string>(first, first + 4));
+        } else {
+          a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
+        }
         std::string bd = bOff ? opReg("add.s64", RegClass::B64, {bDesc, imm(bOff >> 4)}) : bDesc;
         std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
                                    acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
+        // Immediates: scale A, scale B, (for A in shared memory: transpose A,)
+        // transpose B (1: B is [K][N], N-major).
+        std::string transB = tiles.bKRows ? "1" : "0";
         b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate +
-               ", 1, 1, 0, 1");
+               (aRegs.empty() ? ", 1, 1, 0, " : ", 1, 1, ") + transB);
       }
   b.emit("wgmma.commit_group.sync.aligned");
   // Asynchronous: the previous iteration's group is done (its slot may be

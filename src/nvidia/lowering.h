@@ -139,6 +139,9 @@ public:
   void bind(const Value *v, TVal t) { values_[v] = std::move(t); }
   const LinearLayout *intern(const LinearLayout &l);
   const LinearLayout *defaultLayout(const std::vector<int64_t> &shape);
+  // The layout of `v`'s encoding, else the default one of its shape.
+  const LinearLayout *layoutFor(const Value *v);
+  void keepEncodings(const Op &op);
   std::string newReg(DType d) { return b.reg(regClassOf(d)); }
   // Emits `instr dst, srcs...` into a new register of type `d`.
   std::string op1(const std::string &instr, DType d, const std::string &a);
@@ -274,7 +277,7 @@ public:
   std::vector<std::string> accumulatorRegisters(const Op &op, const LinearLayout *layout,
                                                 bool integer);
   void stageOperands(const Op &op, const OperandTiles &tiles, std::string &aBase,
-                     std::string &bBase, bool roundTf32);
+                     std::string &bBase, bool roundTf32, bool aInRegisters = false);
   void stageOperand(const Value *v, DType in, const SharedTile &tile, bool transposed,
                     const std::string &base, bool roundTf32);
   void bindAccumulator(const Op &op, const LinearLayout *layout,
@@ -293,6 +296,13 @@ public:
   // The pipeline whose asynchronous dot `dot` is, if any.
   Pipeline *asyncPipeline(const Op &dot);
   void endPipeline(Pipeline &p);
+  // Loop-invariant dot operands (attention's q) staged once, before the loop,
+  // in tiles of their own that live to the kernel's end; and the shared tile
+  // a dot reads operand i from without staging it (a pipelined or resident
+  // copy), else empty.
+  void stageLoopInvariantOperands(const Op &forOp);
+  std::string residentTile(int64_t bytes);
+  std::string stagedOperand(const Op &dot, int i);
   // The start of dynamic shared memory, where pipeline stages live; the
   // scratch (sharedBase) follows them.
   std::string pipelineBase();
@@ -325,7 +335,9 @@ private:
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
-  std::string sharedBase_, pipelineBase_;
+  std::string sharedBase_, pipelineBase_, residentBase_;
+  int64_t residentBytes_ = 0;
+  std::map<std::pair<const Value *, int>, std::string> residentOperands_;
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
   int minElementBytes_ = 4;
