@@ -270,6 +270,10 @@ void Lowering::lowerOp(const Op &op) {
     lowerBlockPtr(op);
     return;
   case OpKind::LoadBlock:
+    if (auto it = pipelinedLoads.find(&op); it != pipelinedLoads.end()) {
+      pipelinedLoad(*it->second, op, it->second->iv);
+      return;
+    }
     lowerLoadBlock(op);
     return;
   case OpKind::StoreBlock:

@@ -298,7 +298,7 @@ void Lowering::lowerBlockPtr(const Op &op) {
 // registers contiguous along a dim of unit stride, as far as the base, the
 // other dims' strides and the offset along it keep each vector aligned, and
 // (when that dim is bounds-checked) its shape keeps each vector all in or out.
-static int blockVectorWidth(Lowering &L, const Op &op, const LinearLayout *l, DType d) {
+int blockVectorWidth(Lowering &L, const Op &op, const LinearLayout *l, DType d) {
   std::optional<BlockPtrInfo> info = blockPtrInfo(L.axisInfo, op.operand(0));
   int dim = vectorDim(*l);
   if (!info || !info->unitStride[dim])
@@ -318,13 +318,10 @@ static int blockVectorWidth(Lowering &L, const Op &op, const LinearLayout *l, DT
   return bytes < 4 && width * bytes < 4 ? 1 : width;
 }
 
-// The addresses and in-bounds mask of the elements of layout `l` a block
-// pointer covers: of the first element of each vector of `vec` (the others
-// repeat it; accesses read only the first).
-static void blockAddresses(Lowering &L, const Op &op, const LinearLayout *l, int vec, TVal &ptr,
-                           TVal &mask, bool &masked) {
+// The others of a vector repeat its first address: accesses read only the first.
+void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayout *l, int vec,
+                    TVal &ptr, TVal &mask, bool &masked) {
   const Type &pt = op.operand(0)->type;
-  const TVal &bp = L.val(op.operand(0));
   size_t rank = pt.blockShape.size();
   std::vector<bool> check(rank, false);
   for (int64_t c : op.intsAttr("boundary_check"))
@@ -364,7 +361,7 @@ void Lowering::lowerLoadBlock(const Op &op) {
   int vec = blockVectorWidth(*this, op, l, d);
   TVal ptr, mask;
   bool masked = false;
-  blockAddresses(*this, op, l, vec, ptr, mask, masked);
+  blockAddresses(*this, op, val(op.operand(0)), l, vec, ptr, mask, masked);
   TVal other;
   bool nanPad = op.strAttr("padding") == "nan" && isFloat(d);
   if (masked && nanPad)
@@ -384,7 +381,7 @@ void Lowering::lowerStoreBlock(const Op &op) {
   int vec = blockVectorWidth(*this, op, l, d);
   TVal ptr, mask;
   bool masked = false;
-  blockAddresses(*this, op, l, vec, ptr, mask, masked);
+  blockAddresses(*this, op, val(op.operand(0)), l, vec, ptr, mask, masked);
   TVal value = convert(v, d, l);
   storeElements(ptr, d, value, masked ? &mask : nullptr, vec);
 }

@@ -42,26 +42,34 @@ struct SharedAddr {
   }
 };
 
-// One load of a pipelined loop (pipeline_loads.cpp).
+// One load of a pipelined loop (pipeline_loads.cpp): of a pointer tensor
+// the loop advances by a loop-invariant offset, or of a block pointer it
+// advances by loop-invariant amounts; copied into the tile a dot reads.
 struct PipelinedLoad {
   const Op *load = nullptr;
-  int carried = 0;              // which loop-carried value is its pointer
-  const Value *delta = nullptr; // what the loop adds to the pointer each iteration
+  int carried = 0;              // which loop-carried value is its (block) pointer
+  const Value *delta = nullptr; // pointers: what the loop adds each iteration
+  std::vector<const Value *> deltas; // block pointers: what advance adds to each dim
   std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
-  SharedTile tile;                 // as the dot reads it (operandTiles)
+  SharedTile tile;                   // as the dot reads it (operandTiles)
+  bool transposed = false;           // the tile holds the value transposed ([N][K] B)
+  const LinearLayout *layout = nullptr; // the layout the copies are issued in
   int64_t slotBytes = 0, offset = 0; // one stage's bytes; the first stage's place
   int bytes = 0, vec = 1; // element bytes; elements per copy
-  TVal next;              // the pointers of the next iteration to copy
+  TVal next;              // the (block) pointer of the next iteration to copy
+  bool block() const { return load->kind == OpKind::LoadBlock; }
 };
 
 struct Pipeline {
-  const Op *dot = nullptr;
-  PipelinedLoad loads[2]; // A and B
+  std::vector<PipelinedLoad> loads; // the dot operands the loop loads
+  const Op *dot = nullptr;          // the asynchronous dot (asyncDot)
+  bool wgmma = false;               // a dot reads the stages through the async proxy
   int stages = 0;
-  // wgmma runs asynchronously across iterations: it updates the loop-carried
-  // accumulator in place, waits only for the previous iteration's group, and
-  // the next stage's copies are issued at the end of the iteration, once
-  // every warpgroup is done reading the slot they overwrite.
+  // wgmma runs asynchronously across iterations (a loop with one dot, both
+  // operands pipelined): it updates the loop-carried accumulator in place,
+  // waits only for the previous iteration's group, and the next stage's
+  // copies are issued at the end of the iteration, once every warpgroup is
+  // done reading the slot they overwrite.
   bool asyncDot = false;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
@@ -104,6 +112,13 @@ std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode
 std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words, DType d);
 class Lowering;
 struct TVal;
+// Block pointers (lower_memory.cpp): elements per access of `access` (a
+// load_block or store_block) in layout `l`; and the addresses and in-bounds
+// mask of the elements of `l` that block pointer `blockPtr` (its registers)
+// covers, of the first element of each vector of `vec`.
+int blockVectorWidth(Lowering &L, const Op &access, const LinearLayout *l, DType d);
+void blockAddresses(Lowering &L, const Op &access, const TVal &blockPtr, const LinearLayout *l,
+                    int vec, TVal &ptr, TVal &mask, bool &masked);
 // Elements per access that axis info proves contiguous, aligned and equally
 // masked for a load or store through `ptr` (lower_memory.cpp).
 int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask);

@@ -1,14 +1,16 @@
-// Software pipelining of the loads that feed a tensor-core dot in a for loop
+// Software pipelining of the loads that feed tensor-core dots in a for loop
 // (num_stages >= 2): the tiles of the next num_stages-1 iterations are copied
-// to shared memory with cp.async while the current one is multiplied, each
-// straight into the swizzled tile the dot reads (ldmatrix or wgmma).
+// to shared memory with cp.async while the current one is computed, each
+// straight into the swizzled tile its dot reads (ldmatrix or wgmma).
 //
-// Taken when a loop's A and B tiles are each loaded from a loop-carried
-// pointer advanced by a loop-invariant offset, with no mask or one that
-// depends on the iteration only through the induction variable (recomputed for
-// each copied iteration), and feed one dot that runs on the tensor cores
-// (mma.sync or wgmma); B of 16-bit types (copied as [K][N]). Other loops run
-// as written.
+// Taken for every dot operand (f16/bf16) loaded in the loop body, used once,
+// from a loop-carried pointer tensor advanced by a loop-invariant offset
+// (with no mask or one that depends on the iteration only through the
+// induction variable, recomputed for each copied iteration), or from a
+// loop-carried block pointer advanced by loop-invariant amounts (its bounds
+// checks zero-fill), when whole vectors of 4 to 16 bytes go to each tile row:
+// one dot (a matmul) or several (attention's q @ k and p @ v). Other loads
+// run as written.
 #include <algorithm>
 #include <unordered_set>
 
@@ -83,6 +85,31 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   return true;
 }
 
+// Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined: its
+// block pointer is carried and advanced by loop-invariant amounts; fills `s`.
+static bool blockPipelineable(const Op &forOp, const Op &load, PipelinedLoad &s) {
+  const Block &body = *forOp.regions[0];
+  const Value *bp = load.operand(0);
+  if (bp->owner != &body || bp->index == 0)
+    return false;
+  bool checked = !load.intsAttr("boundary_check").empty();
+  if (checked && load.strAttr("padding") == "nan")
+    return false; // the copies zero-fill
+  int carried = bp->index - 1;
+  const Op *next = body.terminator()->operand(carried)->def;
+  if (!next || next->kind != OpKind::Advance || next->operand(0) != bp)
+    return false;
+  for (size_t d = 1; d < next->operands.size(); ++d)
+    if (definedInside(body, next->operand(d)))
+      return false;
+  if (countUses(body)[load.result()] != 1)
+    return false;
+  s.load = &load;
+  s.carried = carried;
+  s.deltas.assign(next->operands.begin() + 1, next->operands.end());
+  return true;
+}
+
 // The loads a pipeline copies ignore their masks in the body (each copy
 // computes its own, valueAt): ops that only feed those masks are not lowered
 // there (a layout conversion of a dead mask would still cost barriers).
@@ -96,10 +123,30 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
     for (auto it = l.maskSlice.rbegin(); it != l.maskSlice.rend(); ++it) {
       bool dead = true;
       for (const Op *user : users[(*it)->result()])
-        dead &= user == p.loads[0].load || user == p.loads[1].load || skipped.count(user);
+        dead &= pipelinedLoads.count(user) || skipped.count(user);
       if (dead)
         skipped.insert(*it);
     }
+}
+
+// Whether the copies of `l` can move whole vectors into its tile's rows, and
+// how many elements each: the tile's rows run along the value's last dim, or
+// along its first when transposed.
+static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
+  const LinearLayout *lay = l.layout;
+  if (!lay || vectorDim(*lay) != (l.transposed ? 0 : 1))
+    return false;
+  DType d = l.load->result()->type.dtype;
+  int vec = std::min(contiguousRegisters(*lay, l.transposed ? 0 : 1), 16 / l.bytes);
+  int proven;
+  if (l.block()) {
+    proven = blockVectorWidth(L, *l.load, lay, d);
+  } else {
+    const Value *mask = l.load->operands.size() > 1 ? l.load->operand(1) : nullptr;
+    proven = vectorWidth(L, l.load->operand(0), TVal{lay, ptr.regs}, d, mask);
+  }
+  l.vec = vec;
+  return vec * l.bytes >= 4 && proven >= vec;
 }
 
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
@@ -111,88 +158,101 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   if (!step || step->kind != OpKind::Constant || step->intAttr("value") <= 0 ||
       body.args[0]->type.dtype != DType::I32)
     return nullptr;
+  auto p = std::make_unique<Pipeline>();
+  std::vector<const Op *> dots;
   for (auto &opPtr : body.ops) {
     const Op &dot = *opPtr;
-    if (dot.kind != OpKind::Dot || !mmaLayout(dot))
+    if (dot.kind != OpKind::Dot || !mmaLayout(dot) ||
+        dtypeBytes(dot.operand(0)->type.dtype) != 2 || dtypeBytes(dot.operand(1)->type.dtype) != 2)
       continue;
-    const Op *a = dot.operand(0)->def, *bOp = dot.operand(1)->def;
-    if (!a || !bOp || a->kind != OpKind::Load || bOp->kind != OpKind::Load || a->parent != &body ||
-        bOp->parent != &body || dtypeBytes(dot.operand(1)->type.dtype) != 2)
-      continue;
-    auto p = std::make_unique<Pipeline>();
-    if (!pipelineable(*this, forOp, *a, p->loads[0]) ||
-        !pipelineable(*this, forOp, *bOp, p->loads[1]))
-      continue;
-    const Type &at = dot.operand(0)->type;
-    int bytes = dtypeBytes(at.dtype);
+    dots.push_back(&dot);
     OperandTiles tiles = operandTiles(dot);
-    p->dot = &dot;
-    p->stages = opts.numStages;
-    p->loads[0].tile = tiles.a;
-    p->loads[1].tile = tiles.b;
-    for (PipelinedLoad &l : p->loads) {
-      l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-      l.bytes = bytes;
-    }
-    // Each thread copies whole vectors of 4, 8 or 16 bytes, aligned.
-    bool copyable = true;
-    for (PipelinedLoad &l : p->loads) {
-      const TVal &ptr = carried[l.carried];
-      if (!ptr.isTensor() || ptr.uniform) {
-        copyable = false;
+    for (int i = 0; i < 2; ++i) {
+      const Op *def = dot.operand(i)->def;
+      if (!def || def->parent != &body || pipelinedLoads.count(def))
         continue;
+      PipelinedLoad l;
+      bool ok = def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, l)
+                : def->kind == OpKind::Load    ? pipelineable(*this, forOp, *def, l)
+                                               : false;
+      if (!ok)
+        continue;
+      l.tile = i == 0 ? tiles.a : tiles.b;
+      l.transposed = i == 1 && !tiles.bKRows;
+      l.bytes = dtypeBytes(def->result()->type.dtype);
+      l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
+      const TVal &ptr = carried[l.carried];
+      if (l.block()) {
+        l.layout = layoutFor(def->result()); // the coalescing pass's
+      } else if (ptr.isTensor() && !ptr.uniform) {
+        const LayoutEncoding *e = layoutEncoding(def->result()->type);
+        l.layout = e ? intern(e->layout) : ptr.layout;
       }
-      int vec = std::min(contiguousRegisters(*ptr.layout), 16 / bytes);
-      const Value *mask = l.load->operands.size() > 1 ? l.load->operand(1) : nullptr;
-      int proven = vectorWidth(*this, l.load->operand(0), ptr, at.dtype, mask);
-      copyable &= vec * bytes >= 4 && proven >= vec;
+      if (!copyable(*this, l, ptr))
+        continue;
+      p->wgmma |= wgmmaLayout(dot) != nullptr;
+      p->loads.push_back(std::move(l));
     }
-    if (!copyable)
-      continue;
-    // An accumulator the loop carries through this dot alone can stay in the
-    // tensor cores across iterations, when it is the f32 wgmma accumulates in
-    // (an f16 one is converted after each dot).
-    const Value *acc = dot.operand(2);
-    const UseCounts &counts = uses();
-    auto usedOnce = [&](const Value *v) {
-      auto it = counts.find(v);
-      return it != counts.end() && it->second == 1;
-    };
-    p->asyncDot = wgmmaLayout(dot) && acc->type.dtype == DType::F32 && acc->owner == &body &&
-                  acc->index > 0 &&
-                  body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
-                  usedOnce(dot.result());
-    p->loads[1].offset = p->loads[0].slotBytes * p->stages;
-    p->totalBytes = p->loads[1].offset + p->loads[1].slotBytes * p->stages;
-    skipDeadMasks(*p, body);
-    return p;
   }
-  return nullptr;
+  if (p->loads.empty())
+    return nullptr;
+  // One dot whose operands are both copied, accumulating into an f32 the loop
+  // carries through it alone, can stay asynchronous on the tensor cores.
+  const Op &dot = *dots.front();
+  const Value *acc = dot.operand(2);
+  const UseCounts &counts = uses();
+  auto usedOnce = [&](const Value *v) {
+    auto it = counts.find(v);
+    return it != counts.end() && it->second == 1;
+  };
+  p->dot = &dot;
+  p->asyncDot = dots.size() == 1 && p->loads.size() == 2 && wgmmaLayout(dot) &&
+                acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
+                body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
+                usedOnce(dot.result());
+  int64_t slotBytes = 0;
+  for (PipelinedLoad &l : p->loads) {
+    l.offset = slotBytes; // times the stages, below
+    slotBytes += l.slotBytes;
+  }
+  p->stages = opts.numStages; // too many for shared memory: the caller retries with fewer
+  for (PipelinedLoad &l : p->loads)
+    l.offset *= p->stages;
+  p->totalBytes = slotBytes * p->stages;
+  for (PipelinedLoad &l : p->loads)
+    pipelinedLoads[l.load] = p.get();
+  skipDeadMasks(*p, body);
+  return p;
 }
 
 // Issues the copies of the tiles of the iteration at `iv` into stage `slot`,
-// each zero-filled where `valid` (or the load's mask there) is false.
+// each zero-filled where `valid` (or the load's mask, or its bounds) is false.
 static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
                         const std::string &valid) {
   for (PipelinedLoad &l : p.loads) {
-    const TVal &ptr = l.next;
-    const LinearLayout *lay = ptr.layout;
-    int vec = l.vec;
+    const LinearLayout *lay = l.layout;
+    TVal ptr = l.next, mask;
+    if (l.block()) {
+      bool masked = false;
+      blockAddresses(L, *l.load, l.next, lay, l.vec, ptr, mask, masked);
+    } else if (l.load->operands.size() > 1) {
+      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay), DType::I1,
+                       lay);
+    }
     std::string slotBase =
         L.opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), L.pipelineBase()});
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
-    TVal mask;
-    if (l.load->operands.size() > 1)
-      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay), DType::I1,
-                       lay);
-    Lowering::TileThread th = L.tileThread(lay, l.tile, l.bytes);
+    // A transposed tile: the same registers, read as the transposed tensor.
+    const LinearLayout *inTile = l.transposed ? L.intern(transLayout(*lay, {1, 0})) : lay;
+    Lowering::TileThread th = L.tileThread(inTile, l.tile, l.bytes);
     std::map<std::pair<std::string, int64_t>, std::string> cache;
-    for (int g = 0; g < lay->numRegs(); g += vec) {
-      SharedAddr a = L.tileAddress(slotBase, th, L.tileRegOffset(lay, g, l.tile, l.bytes), cache);
+    for (int g = 0; g < lay->numRegs(); g += l.vec) {
+      SharedAddr a =
+          L.tileAddress(slotBase, th, L.tileRegOffset(inTile, g, l.tile, l.bytes), cache);
       std::string ok = valid;
       if (!mask.regs.empty())
         ok = L.opReg("and.pred", RegClass::Pred, {ok, mask.regs[g]});
-      int size = vec * l.bytes;
+      int size = l.vec * l.bytes;
       std::string srcSize = L.opReg("selp.u32", RegClass::B32, {imm(size), "0", ok});
       L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global " +
                a.str() + ", [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
@@ -226,9 +286,19 @@ static void moveInto(Lowering &L, const std::string &dst, const std::string &src
   L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
 }
 
-// The pointers the copies read, one iteration on.
+// The (block) pointers the copies read, one iteration on.
 static void advanceCopies(Lowering &L, Pipeline &p) {
   for (PipelinedLoad &l : p.loads) {
+    if (l.block()) { // the offsets (after base, shape and strides) move by the deltas
+      size_t rank = l.deltas.size();
+      for (size_t d = 0; d < rank; ++d) {
+        const Value *delta = l.deltas[d];
+        std::string step = L.castScalar(L.val(delta).regs[0], delta->type.dtype, DType::I64, false);
+        std::string &off = l.next.regs[1 + 2 * rank + d];
+        L.b.emit("add.s64 " + off + ", " + off + ", " + step);
+      }
+      continue;
+    }
     TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
     for (size_t r = 0; r < moved.regs.size(); r += l.vec)
       moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
@@ -242,14 +312,16 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   int64_t step = forOp.operand(2)->def->intAttr("value");
   b.comment("pipelined loads: " + std::to_string(p.stages) + " stages");
   for (PipelinedLoad &l : p.loads) {
-    l.next = carried[l.carried]; // the registers are fresh copies: read the initial value now
-    TVal fresh{l.next.layout, {}};
-    for (const std::string &r : l.next.regs) {
+    // Fresh registers, read from the initial value now: the loop's own change.
+    TVal init = carried[l.carried];
+    if (!l.block())
+      init = convert(init, l.load->operand(0)->type.dtype, l.layout);
+    TVal fresh{init.layout, {}};
+    for (const std::string &r : init.regs) {
       fresh.regs.push_back(b.reg(RegClass::B64));
       moveInto(*this, fresh.regs.back(), r, RegClass::B64);
     }
     l.next = fresh;
-    l.vec = std::min(contiguousRegisters(*l.next.layout), 16 / l.bytes);
   }
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
@@ -278,7 +350,7 @@ static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
   if (!p.waited) {
     b.emit("cp.async.wait_group " + imm(p.stages - 2));
-    if (wgmmaLayout(*p.dot)) // wgmma reads through the async proxy
+    if (p.wgmma) // wgmma reads through the async proxy
       b.emit("fence.proxy.async.shared::cta");
     barrier();
     if (!p.asyncDot)
