@@ -100,15 +100,28 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
 
   Pipeline *async = asyncPipeline(op);
-  // In a pipelined loop the accumulator stays where the loop carries it.
-  std::vector<std::string> acc =
-      async ? val(op.operand(2)).regs : accumulatorRegisters(op, accLayout, false);
   std::string aBase = stagedOperand(op, 0), bBase = stagedOperand(op, 1);
   // A computed in registers (attention's p) is read from them when it already
   // lies as wgmma reads A: each warpgroup holds whole rows of it.
   std::vector<std::string> aRegs;
   if (aBase.empty() && t.groupsN == 1)
     aRegs = registerOperandA(*this, op, t);
+  // A deferred dot runs on past this op: only when it reads no scratch tile.
+  Pipeline *deferring = deferringPipeline(op);
+  bool deferred = deferring && (!aBase.empty() || !aRegs.empty()) && !bBase.empty();
+  // In a pipelined loop the accumulator stays where the loop carries it.
+  std::vector<std::string> acc;
+  if (async) {
+    acc = val(op.operand(2)).regs;
+  } else if (deferred) {
+    acc = val(op.parent->args[deferring->deferred[&op] + 1].get()).regs;
+    TVal init = convert(val(op.operand(2)), DType::F32, accLayout);
+    for (size_t r = 0; r < acc.size(); ++r)
+      if (init.regs[r] != acc[r])
+        b.emit("mov.f32 " + acc[r] + ", " + init.regs[r]);
+  } else {
+    acc = accumulatorRegisters(op, accLayout, false);
+  }
   stageOperands(op, tiles, aBase, bBase, false, !aRegs.empty());
 
   // This warpgroup's first row of A and first column of B.
@@ -176,7 +189,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   b.emit("wgmma.commit_group.sync.aligned");
   // Asynchronous: the previous iteration's group is done (its slot may be
   // refilled); this one runs on while the loop goes on.
-  b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
+  if (!deferred) // a deferred one is waited for by the loop's next synchronous wgmma
+    b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
   bindAccumulator(op, accLayout, acc, false);
 }
 

@@ -71,6 +71,12 @@ struct Pipeline {
   // copies are issued at the end of the iteration, once every warpgroup is
   // done reading the slot they overwrite.
   bool asyncDot = false;
+  // Dots (wgmma, f32) whose accumulator the loop carries and reads again only
+  // after a synchronous wgmma of the next iteration (attention's p @ v): they
+  // run on while the loop goes on, accumulating straight into the carried
+  // registers (which carried value: the map's), and that wgmma's wait covers
+  // them. With any, the next stage's copies go out at the iteration's end.
+  std::map<const Op *, int> deferred;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
   const Value *ivValue = nullptr; // the loop's induction variable
@@ -308,8 +314,10 @@ public:
   // current iteration are kept.
   TVal valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
                const std::string &iv, const LinearLayout *want);
-  // The pipeline whose asynchronous dot `dot` is, if any.
+  // The pipeline whose asynchronous dot `dot` is, if any; the one that
+  // defers the wait of `dot`, if any.
   Pipeline *asyncPipeline(const Op &dot);
+  Pipeline *deferringPipeline(const Op &dot);
   void endPipeline(Pipeline &p);
   // Loop-invariant dot operands (attention's q) staged once, before the loop,
   // in tiles of their own that live to the kernel's end; and the shared tile

@@ -129,6 +129,50 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
     }
 }
 
+// Fills p.deferred: each wgmma dot of `dots` (in body order) whose f32
+// result only goes back to the loop as carried value k, where the carried
+// value is read only by ops of the body before the dot and after a wgmma dot
+// that stays synchronous (its wait_group 0 completes the previous iteration's).
+static void findDeferredDots(const Block &body, const std::vector<const Op *> &dots, Pipeline &p,
+                             const UseCounts &counts) {
+  std::map<const Op *, size_t> position;
+  for (size_t i = 0; i < body.ops.size(); ++i)
+    position[body.ops[i].get()] = i;
+  const Op &yield = *body.terminator();
+  size_t firstSync = body.ops.size(); // where the first synchronous wgmma is
+  for (const Op *dot : dots) {
+    const Value *r = dot->result();
+    auto uses = counts.find(r);
+    int k = -1;
+    for (size_t j = 0; j < yield.operands.size(); ++j)
+      if (yield.operand(j) == r)
+        k = (int)j;
+    bool candidate = layoutEncoding(r->type) && layoutEncoding(r->type)->kind == "wgmma" &&
+                     dot->operand(2)->type.dtype == DType::F32 && uses != counts.end() &&
+                     uses->second == 1 && k >= 0;
+    if (candidate) {
+      const Value *arg = body.args[k + 1].get();
+      size_t first = body.ops.size();
+      bool early = true; // every read of the carried value comes before the dot
+      walk(const_cast<Block &>(body), [&](Op *op) {
+        for (const Value *v : op->operands)
+          if (v == arg) {
+            auto at = position.find(op);
+            early &= at != position.end() && at->second < position[dot];
+            if (at != position.end())
+              first = std::min(first, at->second);
+          }
+      });
+      if (early && first != body.ops.size() && firstSync < first) {
+        p.deferred[dot] = k;
+        continue;
+      }
+    }
+    if (layoutEncoding(r->type) && layoutEncoding(r->type)->kind == "wgmma")
+      firstSync = std::min(firstSync, position[dot]);
+  }
+}
+
 // Whether the copies of `l` can move whole vectors into its tile's rows, and
 // how many elements each: the tile's rows run along the value's last dim, or
 // along its first when transposed.
@@ -210,6 +254,8 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                 acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
                 body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
                 usedOnce(dot.result());
+  if (!p->asyncDot)
+    findDeferredDots(body, dots, *p, counts);
   int64_t slotBytes = 0;
   for (PipelinedLoad &l : p->loads) {
     l.offset = slotBytes; // times the stages, below
@@ -353,7 +399,7 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     if (p.wgmma) // wgmma reads through the async proxy
       b.emit("fence.proxy.async.shared::cta");
     barrier();
-    if (!p.asyncDot)
+    if (!p.asyncDot && p.deferred.empty())
       issueAhead(*this, p, iv);
     p.waited = true;
   }
@@ -412,8 +458,15 @@ Pipeline *Lowering::asyncPipeline(const Op &dot) {
              : nullptr;
 }
 
+Pipeline *Lowering::deferringPipeline(const Op &dot) {
+  for (auto &[load, p] : pipelinedLoads)
+    if (p->deferred.count(&dot))
+      return p;
+  return nullptr;
+}
+
 void Lowering::endIteration(Pipeline &p) {
-  if (p.asyncDot) { // every warpgroup's previous group is done: its slot is free
+  if (p.asyncDot || !p.deferred.empty()) { // every warpgroup's previous group is done: its slot is free
     barrier();
     issueAhead(*this, p, p.iv);
   }
@@ -426,7 +479,7 @@ void Lowering::endIteration(Pipeline &p) {
 }
 
 void Lowering::endPipeline(Pipeline &p) {
-  if (p.asyncDot)
+  if (p.asyncDot || !p.deferred.empty())
     b.emit("wgmma.wait_group.sync.aligned 0");
   b.emit("cp.async.wait_group 0");
   barrier();
