@@ -75,10 +75,17 @@ if want tutorials && [[ -d $CONF ]]; then
   for t in ${TUTORIALS:-01-vector-add 02-fused-softmax 03-matrix-multiplication 04-low-memory-dropout \
            05-layer-norm 06-fused-attention 07-extern-functions 08-grouped-gemm \
            09-persistent-matmul 10-block-scaled-matmul 11-programmatic-dependent-launch}; do
-    # Three at a time: they only need to run, their timings are not compared here.
-    while (( $(jobs -r | wc -l) >= 3 )); do sleep 1; done
-    ( timeout ${TUTORIAL_TIMEOUT:-420} bash "$CONF/run_tutorial.sh" $t > "$OUT/tutorials/$t.log" 2>&1
-      echo "$t rc=$?" >> "$OUT/tutorials/summary.txt" ) &
+    # TUTORIAL_IMPLS="tilec triton" runs each with both, to compare their tables;
+    # TUTORIAL_JOBS=1 then keeps the timings apart (three at a time otherwise);
+    # TUTORIAL_SINGLE_CONFIG=1 autotunes over the one config a tutorial keeps for
+    # its tests (06), the same for both.
+    for impl in ${TUTORIAL_IMPLS:-tilec}; do
+      while (( $(jobs -r | wc -l) >= ${TUTORIAL_JOBS:-3} )); do sleep 1; done
+      log=$t; [[ $impl != tilec ]] && log=$t-$impl
+      ( env ${TUTORIAL_SINGLE_CONFIG:+PYTEST_VERSION=1} timeout ${TUTORIAL_TIMEOUT:-420} \
+          bash "$CONF/run_tutorial.sh" $t --impl $impl > "$OUT/tutorials/$log.log" 2>&1
+        echo "$log rc=$?" >> "$OUT/tutorials/summary.txt" ) &
+    done
   done
   wait
   echo "tutorials ($(( $(date +%s) - start )) s):"; sort "$OUT/tutorials/summary.txt"

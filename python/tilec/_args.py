@@ -178,8 +178,12 @@ def specialize(name, value, constexpr_param, specialize_ints):
             raise ValueError(f"argument '{name}': padding must be 'zero' or 'nan', "
                              f"got {value.padding!r}")
         ptr = data_pointer(value.base)
+        # Specialized as Triton's TMA descriptors are: sizes and strides that
+        # are multiples of 16, and unit strides (the last, as TMA requires).
+        sixteen = tuple(16 if v % 16 == 0 else 1 for v in (*value.shape, *value.strides))
+        unit = tuple(s == 1 for s in value.strides)
         spec = ("desc", element_type(value.base, name), 16 if ptr % 16 == 0 else 1,
-                tuple(value.block_shape), value.padding)
+                tuple(value.block_shape), value.padding, sixteen, unit)
         return spec, [ptr, *value.shape, *value.strides]
     raise TypeError(
         f"argument '{name}' has type {type(value).__name__}; a kernel takes tensors, "

@@ -153,13 +153,20 @@ KernelParam toParam(nb::handle spec) {
     p.kind = KernelParam::Tuple;
     for (nb::handle e : nb::cast<nb::tuple>(t[1]))
       p.elems.push_back(toParam(e));
-  } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape, padding)
+  } else if (kind == "desc") { // ("desc", pointee, alignment, block_shape, padding[, sizes' and
+                                //  strides' divisibility, unit strides])
     p.kind = KernelParam::Descriptor;
     p.dtype = dtypeAt(1);
     p.divisibility = nb::cast<int>(t[2]);
     for (nb::handle d : nb::cast<nb::tuple>(t[3]))
       p.blockShape.push_back(nb::cast<int64_t>(d));
     p.padding = nb::cast<std::string>(t[4]);
+    if (t.size() > 6) { // (..., divisibility of sizes and strides, unit strides)
+      for (nb::handle d : nb::cast<nb::tuple>(t[5]))
+        p.dimDivisibility.push_back(nb::cast<int>(d));
+      for (nb::handle u : nb::cast<nb::tuple>(t[6]))
+        p.unitStrides.push_back(nb::cast<bool>(u));
+    }
   } else {
     throw std::invalid_argument("unknown parameter kind " + kind);
   }

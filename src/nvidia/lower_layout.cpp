@@ -455,6 +455,10 @@ void Lowering::lowerShape(const Op &op) {
   }
   case OpKind::Trans: {
     const TVal &src = val(op.operand(0));
+    if (!src.sharedTile.empty()) { // a pipelined copy, already in the tile its dot reads
+      bind(op.result(), src);
+      return;
+    }
     bind(op.result(), TVal{intern(transLayout(*src.layout, op.intsAttr("order"))), src.regs});
     return;
   }

@@ -85,28 +85,61 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   return true;
 }
 
-// Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined: its
-// block pointer is carried and advanced by loop-invariant amounts; fills `s`.
+// The amount a loop adds to carried scalar `v` each iteration, when its
+// yield is v + (something loop-invariant); else null.
+static const Value *carriedStep(const Block &body, const Value *v) {
+  if (v->owner != &body || v->index == 0)
+    return nullptr;
+  const Op *inc = body.terminator()->operand(v->index - 1)->def;
+  if (!inc || inc->kind != OpKind::Add || inc->parent != &body)
+    return nullptr;
+  const Value *step = inc->operand(0) == v ? inc->operand(1) : inc->operand(0);
+  bool adds = inc->operand(0) == v || inc->operand(1) == v;
+  return adds && !definedInside(body, step) ? step : nullptr;
+}
+
+// Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined;
+// fills `s`. Its block pointer is carried and advanced by loop-invariant
+// amounts, or it is advance(p, offsets...) of a loop-invariant p with each
+// offset loop-invariant or a carried scalar stepped by a loop-invariant amount
+// (a tensor descriptor loaded at moving offsets).
 static bool blockPipelineable(const Op &forOp, const Op &load, PipelinedLoad &s) {
   const Block &body = *forOp.regions[0];
   const Value *bp = load.operand(0);
-  if (bp->owner != &body || bp->index == 0)
-    return false;
   bool checked = !load.intsAttr("boundary_check").empty();
-  if (checked && load.strAttr("padding") == "nan")
+  if ((checked && load.strAttr("padding") == "nan") || countUses(body)[load.result()] != 1)
     return false; // the copies zero-fill
-  int carried = bp->index - 1;
-  const Op *next = body.terminator()->operand(carried)->def;
-  if (!next || next->kind != OpKind::Advance || next->operand(0) != bp)
-    return false;
-  for (size_t d = 1; d < next->operands.size(); ++d)
-    if (definedInside(body, next->operand(d)))
-      return false;
-  if (countUses(body)[load.result()] != 1)
-    return false;
   s.load = &load;
-  s.carried = carried;
-  s.deltas.assign(next->operands.begin() + 1, next->operands.end());
+  if (bp->owner == &body && bp->index > 0) {
+    s.carried = bp->index - 1;
+    const Op *next = body.terminator()->operand(s.carried)->def;
+    if (!next || next->kind != OpKind::Advance || next->operand(0) != bp)
+      return false;
+    for (size_t d = 1; d < next->operands.size(); ++d)
+      if (definedInside(body, next->operand(d)))
+        return false;
+    s.deltas.assign(next->operands.begin() + 1, next->operands.end());
+    return true;
+  }
+  const Op *adv = bp->def;
+  if (!adv || adv->kind != OpKind::Advance || adv->parent != &body ||
+      definedInside(body, adv->operand(0)))
+    return false;
+  s.carried = -1;
+  s.base = adv->operand(0);
+  for (size_t d = 1; d < adv->operands.size(); ++d) {
+    const Value *offset = adv->operand(d);
+    if (!definedInside(body, offset)) {
+      s.starts.push_back(offset);
+      s.deltas.push_back(nullptr);
+      continue;
+    }
+    const Value *step = carriedStep(body, offset);
+    if (!step)
+      return false;
+    s.starts.push_back(forOp.operand(2 + offset->index)); // its initial value
+    s.deltas.push_back(step);
+  }
   return true;
 }
 
@@ -203,6 +236,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       body.args[0]->type.dtype != DType::I32)
     return nullptr;
   auto p = std::make_unique<Pipeline>();
+  const UseCounts &counts = uses();
   std::vector<const Op *> dots;
   for (auto &opPtr : body.ops) {
     const Op &dot = *opPtr;
@@ -213,6 +247,11 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     OperandTiles tiles = operandTiles(dot);
     for (int i = 0; i < 2; ++i) {
       const Op *def = dot.operand(i)->def;
+      // A transposed load (k = desc.load(...).T) is copied transposed.
+      bool viaTrans = def && def->kind == OpKind::Trans && def->parent == &body &&
+                      counts.count(def->result()) && counts.at(def->result()) == 1;
+      if (viaTrans)
+        def = def->operand(0)->def;
       if (!def || def->parent != &body || pipelinedLoads.count(def))
         continue;
       PipelinedLoad l;
@@ -222,10 +261,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       if (!ok)
         continue;
       l.tile = i == 0 ? tiles.a : tiles.b;
-      l.transposed = i == 1 && !tiles.bKRows;
+      l.transposed = (i == 1 && !tiles.bKRows) != viaTrans;
       l.bytes = dtypeBytes(def->result()->type.dtype);
       l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-      const TVal &ptr = carried[l.carried];
+      const TVal &ptr = l.carried >= 0 ? carried[l.carried] : val(l.base);
       if (l.block()) {
         l.layout = layoutFor(def->result()); // the coalescing pass's
       } else if (ptr.isTensor() && !ptr.uniform) {
@@ -244,7 +283,6 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   // carries through it alone, can stay asynchronous on the tensor cores.
   const Op &dot = *dots.front();
   const Value *acc = dot.operand(2);
-  const UseCounts &counts = uses();
   auto usedOnce = [&](const Value *v) {
     auto it = counts.find(v);
     return it != counts.end() && it->second == 1;
@@ -339,6 +377,8 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
       size_t rank = l.deltas.size();
       for (size_t d = 0; d < rank; ++d) {
         const Value *delta = l.deltas[d];
+        if (!delta)
+          continue;
         std::string step = L.castScalar(L.val(delta).regs[0], delta->type.dtype, DType::I64, false);
         std::string &off = l.next.regs[1 + 2 * rank + d];
         L.b.emit("add.s64 " + off + ", " + off + ", " + step);
@@ -359,13 +399,19 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   b.comment("pipelined loads: " + std::to_string(p.stages) + " stages");
   for (PipelinedLoad &l : p.loads) {
     // Fresh registers, read from the initial value now: the loop's own change.
-    TVal init = carried[l.carried];
+    TVal init = l.carried >= 0 ? carried[l.carried] : val(l.base);
     if (!l.block())
       init = convert(init, l.load->operand(0)->type.dtype, l.layout);
     TVal fresh{init.layout, {}};
     for (const std::string &r : init.regs) {
       fresh.regs.push_back(b.reg(RegClass::B64));
       moveInto(*this, fresh.regs.back(), r, RegClass::B64);
+    }
+    for (size_t d = 0; d < l.starts.size(); ++d) { // offsets of the first iteration
+      const Value *start = l.starts[d];
+      std::string off = castScalar(val(start).regs[0], start->type.dtype, DType::I64, false);
+      std::string &reg = fresh.regs[1 + 2 * l.starts.size() + d];
+      b.emit("add.s64 " + reg + ", " + reg + ", " + off);
     }
     l.next = fresh;
   }

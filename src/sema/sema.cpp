@@ -27,15 +27,21 @@ static Value *descriptorParam(Function &fn, Builder &entry, const std::string &n
                               const KernelParam &p) {
   size_t rank = p.blockShape.size();
   std::vector<Value *> operands;
-  auto arg = [&](const std::string &argName, Type t) {
+  auto arg = [&](const std::string &argName, Type t, int divisibility) {
     fn.argNames.push_back(argName);
-    fn.argDivisibility.push_back(argName == name ? p.divisibility : 1);
+    fn.argDivisibility.push_back(divisibility);
     return fn.body->addArg(std::move(t));
   };
-  operands.push_back(arg(name, Type::pointer(p.dtype)));
+  operands.push_back(arg(name, Type::pointer(p.dtype), p.divisibility));
+  size_t k = 0; // sizes, then strides
   for (const char *part : {"shape", "stride"})
-    for (size_t d = 0; d < rank; ++d)
-      operands.push_back(arg(name + "." + part + std::to_string(d), Type::scalar(DType::I64)));
+    for (size_t d = 0; d < rank; ++d, ++k) {
+      int divisibility = k < p.dimDivisibility.size() ? p.dimDivisibility[k] : 1;
+      Value *v = arg(name + "." + part + std::to_string(d), Type::scalar(DType::I64), divisibility);
+      // A unit stride known at compile time lets accesses along it be vectors.
+      bool unit = k >= rank && d < p.unitStrides.size() && p.unitStrides[d];
+      operands.push_back(unit ? entry.constInt(1, Type::scalar(DType::I64)) : v);
+    }
   for (size_t d = 0; d < rank; ++d)
     operands.push_back(entry.constInt(0, Type::scalar(DType::I32)));
   std::vector<int64_t> order;

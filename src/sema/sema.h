@@ -22,6 +22,10 @@ struct KernelParam {
   int divisibility = 1;  // Pointer: 16 when 16-byte aligned; Int: 16 when a multiple of 16
   std::vector<int64_t> blockShape; // Descriptor: the tile it loads and stores
   std::string padding = "zero";    // Descriptor: what loads give outside the tensor ("nan")
+  // Descriptor: 16 for each size, then stride, that is a multiple of 16; and
+  // the strides equal to 1 (then constants in the kernel). Empty: unknown.
+  std::vector<int> dimDivisibility;
+  std::vector<bool> unitStrides;
   std::vector<KernelParam> elems;  // Tuple
 };
 
