@@ -67,8 +67,8 @@ def test_compile_without_a_gpu(target):
                                                    ("sm_80", "*fp16", "#mma<"),
                                                    ("sm_90a", "*fp32", "#mma<")])
 def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
-    """asm['tilegpu']: the kernel after the GPU layout pass. A tensor-core dot's
-    accumulator layout is in its type; the loop carries it, converted once before.
+    """asm['tilegpu']: the kernel after the GPU layout passes. A tensor-core dot's
+    accumulator layout is in its type; the loop carries it, from zeros made in it.
     (fp32 is tf32 by default, on mma.sync: wgmma takes f16 and bf16 here.)"""
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "K": "i32"}
     k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
@@ -78,9 +78,10 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     converts = [i for i, line in enumerate(gpu_ir) if "gpu.convert_layout" in line]
     loop = next(i for i, line in enumerate(gpu_ir) if "= for(" in line)
     dot = next(line for line in gpu_ir if "= dot(" in line)
-    # the accumulator, once before the loop; the result, into the store's coalesced layout
-    assert len(converts) == 2 and converts[0] < loop and encoding in gpu_ir[converts[0]]
-    assert converts[1] > loop and "#blocked<" in gpu_ir[converts[1]]
+    # only the result moves, into the store's coalesced layout
+    zeros = next(line for line in gpu_ir if "constant() {value = 0.0}" in line)
+    assert encoding in zeros
+    assert len(converts) == 1 and converts[0] > loop and "#blocked<" in gpu_ir[converts[0]]
     assert encoding in gpu_ir[loop] and encoding in dot
     if encoding == "#wgmma<":
         assert "wgmma.mma_async" in k.asm["ptx"]
@@ -548,3 +549,33 @@ def test_cublaslt_matmul_of_the_tutorials(dtype):
     blas.matmul(a, b, c)
     ref = (a.float() @ b.float().T).to(a.dtype)
     torch.testing.assert_close(c.float(), ref.float(), rtol=0.07, atol=0.5)
+
+
+def loop_bodies(ptx):
+    """The PTX between each loop's head and end labels."""
+    import re
+    return re.findall(r"^\$L_for_\d+:\n(.*?)^\$L_for_end_\d+:", ptx, re.S | re.M)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kernel_name", ["attn_block_ptr_kernel", "attn_descriptor_kernel"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_loop_moves_data_only_through_pipelined_copies(kernel_name, causal):
+    import test_kernels
+    kernel = getattr(test_kernels, kernel_name)
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+           "N": "i32"}
+    k = tilec.compile(kernel, signature=sig, target="sm_90a", num_warps=4, num_stages=3,
+                      constexprs={"D": 64, "BM": 128, "BN": 64, "CAUSAL": causal},
+                      divisible_by_16=["Q", "K", "V", "Out", "N"])
+    ptx = k.asm["ptx"]
+    bodies = loop_bodies(ptx)
+    assert len(bodies) == 1
+    for body in bodies:
+        # K and V arrive through cp.async into the tiles wgmma reads; the scores,
+        # the softmax and p stay in registers (p is wgmma's A operand).
+        assert "cp.async.cg.shared.global" in body
+        assert "ld.global" not in body and "st.shared" not in body and "ld.shared" not in body
+        assert "wgmma.mma_async" in body
+        assert any("}, {%r" in line for line in body.splitlines() if "wgmma.mma_async" in line)
+    assert k.n_spills == 0

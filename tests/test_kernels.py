@@ -534,3 +534,94 @@ def test_tuple_arguments(rng):
             out, (x, y), (2, 0.5, tl.constexpr(3)), ((z, shift), True, None), n, BLOCK=128)
         ref = x * 2 + x * np.float32(0.5) + x * 3 + y * z + shift
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+# Flash attention (FA2), as Triton users write it: the scores stay in the
+# tensor cores' layout through the row softmax, p feeds the second dot from
+# registers, and K and V stream through pipelined copies (block pointers, or
+# a tensor descriptor at moving offsets, K read transposed).
+@tilec.jit
+def _attn_step(acc, l_i, m_i, qk, v, qk_scale):
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_ij
+
+
+@tilec.jit
+def attn_block_ptr_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.constexpr,
+                          BN: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    base = tl.program_id(1) * N * D
+    q = tl.load(tl.make_block_ptr(Q + base, (N, D), (D, 1), (start_m * BM, 0), (BM, D), (1, 0)))
+    k_ptr = tl.make_block_ptr(K + base, (D, N), (1, D), (0, 0), (D, BN), (0, 1))
+    v_ptr = tl.make_block_ptr(V + base, (N, D), (D, 1), (0, 0), (BN, D), (1, 0))
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    m_i = tl.full([BM], -float("inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BM if CAUSAL else N
+    for start_n in range(0, hi, BN):
+        qk = tl.dot(q, tl.load(k_ptr))
+        if CAUSAL:
+            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, tl.load(v_ptr), qk_scale)
+        k_ptr = tl.advance(k_ptr, (0, BN))
+        v_ptr = tl.advance(v_ptr, (BN, 0))
+    out = tl.make_block_ptr(Out + base, (N, D), (D, 1), (start_m * BM, 0), (BM, D), (1, 0))
+    tl.store(out, (acc / l_i[:, None]).to(Out.dtype.element_ty))
+
+
+@tilec.jit
+def attn_descriptor_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.constexpr,
+                           BN: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    row0 = tl.program_id(1) * N
+    rows = tl.num_programs(1) * N
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_o = tl.make_tensor_descriptor(Out, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    q = desc_q.load([row0 + start_m * BM, 0])
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    m_i = tl.full([BM], -float("inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BM if CAUSAL else N
+    offset = row0
+    for start_n in tl.range(0, hi, BN):
+        qk = tl.dot(q, desc_k.load([offset, 0]).T)
+        if CAUSAL:
+            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, desc_v.load([offset, 0]), qk_scale)
+        offset += BN
+    desc_o.store([row0 + start_m * BM, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
+def attention_reference(q, k, v, sm_scale, causal):
+    s = q.astype(np.float32) @ np.swapaxes(k.astype(np.float32), -1, -2) * sm_scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v.astype(np.float32)
+
+
+@pytest.mark.parametrize("kernel", [attn_block_ptr_kernel, attn_descriptor_kernel],
+                         ids=["block_ptr", "descriptor"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("BM,BN,N", [(64, 32, 192), (128, 64, 256)])
+def test_flash_attention(rng, kernel, causal, BM, BN, N):
+    heads, D, sm_scale = 3, 64, 0.125
+    q, k, v = (rng.standard_normal((heads, N, D)).astype(np.float16) for _ in range(3))
+    out = np.zeros_like(q)
+    kernel[(N // BM, heads)](q, k, v, out, sm_scale, N, D=D, BM=BM, BN=BN, CAUSAL=causal,
+                             num_warps=4, num_stages=3)
+    ref = attention_reference(q, k, v, sm_scale, causal)
+    np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)

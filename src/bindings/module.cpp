@@ -301,13 +301,23 @@ std::string dumpAstText(const std::string &text, const std::string &filename) {
   return dumpAst(*parseFunction(makeSource(text, filename, 1)));
 }
 
+// Runs Tile IR passes by name; names starting "gpu-" are the NVIDIA backend's
+// passes (on `arch` with `numWarps`), which run after the others.
 std::string runPassesText(const std::string &text, const std::vector<std::string> &passes,
-                          const std::string &filename) {
+                          const std::string &filename, const std::string &arch, int numWarps) {
   std::unique_ptr<Function> fn = parseIR(text, filename);
   fn->renumber(); // so the verifier's messages show the ids printed IR would
   verify(*fn);
-  runPasses(*fn, passes);
-  verify(*fn);
+  std::vector<std::string> portable, gpu;
+  for (const std::string &p : passes)
+    (p.rfind("gpu-", 0) == 0 ? gpu : portable).push_back(p);
+  runPasses(*fn, portable);
+  nvidia::GpuOptions opts;
+  opts.arch = arch;
+  opts.numWarps = numWarps;
+  for (const std::string &p : gpu)
+    nvidia::runGpuPass(*fn, p, opts);
+  verify(*fn, /*gpuLevel=*/!gpu.empty());
   return printFunction(*fn);
 }
 
@@ -382,5 +392,5 @@ NB_MODULE(_C, m) {
         nb::arg("params"), nb::arg("resolver"), nb::arg("target") = "cpu");
   m.def("dump_ast", &dumpAstText, nb::arg("source"), nb::arg("filename") = "<string>");
   m.def("run_passes", &runPassesText, nb::arg("ir"), nb::arg("passes"),
-        nb::arg("filename") = "<ir>");
+        nb::arg("filename") = "<ir>", nb::arg("arch") = "sm_90a", nb::arg("num_warps") = 4);
 }

@@ -11,6 +11,7 @@
 #include "nvidia/assign_layouts.h"
 #include "nvidia/coalesce_memory.h"
 #include "nvidia/propagate_layouts.h"
+#include "nvidia/remove_conversions.h"
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -437,6 +438,37 @@ PtxKernel Lowering::run() {
   return out;
 }
 
+namespace {
+
+struct GpuPass {
+  const char *name;
+  void (*run)(Function &, const GpuOptions &);
+};
+
+// The GPU pipeline, in order: each pass decides one kind of thing for the lowering.
+const GpuPass kGpuPasses[] = {
+    {"gpu-assign-layouts", assignLayouts},       // tensor-core accumulators
+    {"gpu-coalesce", coalesceMemory},            // memory accesses
+    {"gpu-propagate-layouts", propagateLayouts}, // everything computed from those
+    {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
+};
+
+} // namespace
+
+void runGpuPasses(Function &fn, const GpuOptions &opts) {
+  for (const GpuPass &pass : kGpuPasses)
+    pass.run(fn, opts);
+}
+
+void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts) {
+  for (const GpuPass &pass : kGpuPasses)
+    if (name == pass.name) {
+      pass.run(fn, opts);
+      return;
+    }
+  throw std::invalid_argument("unknown GPU pass '" + name + "'");
+}
+
 PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
   if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
     throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
@@ -445,10 +477,8 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
     throw std::invalid_argument("target " + opts.arch +
                                 " is not supported: tilec needs sm_80 or newer");
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes below rewrite the copy
-  assignLayouts(*gpu, opts);
-  coalesceMemory(*gpu, opts);
-  propagateLayouts(*gpu, opts);
+  std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes rewrite the copy
+  runGpuPasses(*gpu, opts);
   verify(*gpu, /*gpuLevel=*/true);
   PtxKernel out = Lowering(*gpu, opts).run();
   out.gpuIr = printFunction(*gpu);

@@ -37,6 +37,12 @@ struct PtxKernel {
 // The target's compute capability from its name: "sm_90a" → 90.
 int archNumber(const std::string &arch);
 
+// The GPU passes emitPtx runs, in order, on its copy of a kernel; and one of
+// them by name ("gpu-assign-layouts", "gpu-coalesce", "gpu-propagate-layouts",
+// "gpu-remove-conversions"), for golden tests. Throws std::invalid_argument for an unknown name.
+void runGpuPasses(Function &fn, const GpuOptions &opts);
+void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts);
+
 // Lowers a verified, passed Function. Throws CompileError for what the
 // target cannot run (naming the op's line), InternalError for compiler bugs.
 PtxKernel emitPtx(const Function &fn, const GpuOptions &opts);

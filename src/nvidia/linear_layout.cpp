@@ -201,6 +201,17 @@ std::vector<int> sliceRegisterMap(const LinearLayout &l, int axis) {
   return map;
 }
 
+LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &shape) {
+  LinearLayout out = l;
+  out.shape = shape;
+  for (std::vector<Coords> *bases : {&out.regs, &out.lanes, &out.warps})
+    for (Coords &c : *bases)
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] == 1)
+          c[d] = 0;
+  return out;
+}
+
 LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
   auto insert = [&](Coords c) {
     c.insert(c.begin() + axis, 0);

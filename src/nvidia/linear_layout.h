@@ -58,6 +58,9 @@ LinearLayout sliceLayout(const LinearLayout &l, int axis);
 std::vector<int> sliceRegisterMap(const LinearLayout &l, int axis);
 
 LinearLayout expandDimsLayout(const LinearLayout &l, int axis);
+// `l` seen from a tensor of `shape` whose size-1 dims are broadcast in `l`
+// (what a broadcast to `l` reads its operand in without moving data).
+LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &shape);
 // Result dim i is operand dim order[i].
 LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &order);
 // Row-major order kept: each basis is re-read as a flat index.

@@ -346,18 +346,6 @@ bool Lowering::rematerializable(const Value *v, int depth) {
   return ok;
 }
 
-// `l` seen from a tensor of `shape` whose size-1 dims are broadcast in `l`.
-static LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &shape) {
-  LinearLayout out = l;
-  out.shape = shape;
-  for (std::vector<Coords> *bases : {&out.regs, &out.lanes, &out.warps})
-    for (Coords &c : *bases)
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (shape[d] == 1)
-          c[d] = 0;
-  return out;
-}
-
 TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
   DType d = v->type.dtype;
   // An unbound value (being computed for another iteration: valueAt) is computed here.

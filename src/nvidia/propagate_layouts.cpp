@@ -85,6 +85,21 @@ public:
     });
   }
 
+  // A cheap value computed only to feed an op in another layout (a causal
+  // mask added to an accumulator) is computed in that layout instead: the
+  // layout goes back through its chain of single-use elementwise ops,
+  // broadcasts, expand_dims, splats and ranges of this block.
+  void rematerialize(Block &block) {
+    UseCounts counts = countUses(block);
+    walkBlock(block, [&](Op &op) {
+      if (op.results.empty() || !layoutOf(op.result()) ||
+          (op.kind != OpKind::ConvertLayout && !op.has(ELEMENTWISE)))
+        return;
+      for (Value *v : op.operands)
+        pushBack(v, encodingOf(op.result()), counts, op.parent);
+    });
+  }
+
   // Makes every operand whose layout differs from what its op computes in
   // arrive through an explicit conversion.
   void insertConversions(Block &block) {
@@ -112,6 +127,35 @@ public:
 
 private:
   std::unordered_map<const Value *, int> anchor_;
+
+  void pushBack(Value *v, const EncodingPtr &e, const UseCounts &counts, const Block *block) {
+    Op *def = v->def;
+    auto uses = counts.find(v);
+    if (!v->type.isTensor() || layoutOf(v) || !def || def->parent != block ||
+        uses == counts.end() || uses->second != 1)
+      return;
+    bool leaf = def->kind == OpKind::Splat || def->kind == OpKind::MakeRange ||
+                def->kind == OpKind::Constant;
+    bool pure = def->has(ELEMENTWISE) && def->has(PURE);
+    if (!leaf && !pure && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims)
+      return;
+    set(v, e, kNone);
+    if (pure)
+      for (Value *o : def->operands)
+        pushBack(o, e, counts, block);
+    const LinearLayout &l = e->layout;
+    if (def->kind == OpKind::Broadcast)
+      pushBack(def->operand(0),
+               std::make_shared<LayoutEncoding>(
+                   "linear", projectLayout(l, def->operand(0)->type.shape)),
+               counts, block);
+    if (def->kind == OpKind::ExpandDims)
+      pushBack(def->operand(0),
+               std::make_shared<LayoutEncoding>("linear",
+                                                sliceLayout(l, (int)def->intAttr("axis"))),
+               counts, block);
+  }
+
 
   template <typename F> void walkBlock(Block &block, F &&fn) {
     walk(block, [&](Op *op) { fn(*op); });
@@ -219,6 +263,7 @@ void propagateLayouts(Function &fn, const GpuOptions &) {
   p.forward(*fn.body, /*fromInit=*/false);
   p.forward(*fn.body, /*fromInit=*/true);
   p.backward(*fn.body);
+  p.rematerialize(*fn.body);
   p.insertConversions(*fn.body);
 }
 
