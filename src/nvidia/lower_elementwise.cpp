@@ -427,7 +427,19 @@ TVal Lowering::computeCast(const Op &op, const TVal &x) {
   if (rtz && (to == DType::F8E4M3 || to == DType::F8E5M2))
     unsupported(op, "rounding toward zero to fp8");
   TVal out{x.layout, {}, x.uniform};
-  for (const std::string &r : x.regs) {
+  // f32 to f16 or bf16 rounds two elements per instruction, into the halves of
+  // one register (as an MMA operand or a packed store takes them).
+  bool pairs = op.kind == OpKind::Cast && from == DType::F32 && !rtz && !x.uniform &&
+               (to == DType::F16 || to == DType::BF16) && x.regs.size() % 2 == 0;
+  for (size_t i = 0; pairs && i < x.regs.size(); i += 2) {
+    std::string packed = opReg(to == DType::F16 ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32",
+                               RegClass::B32, {x.regs[i + 1], x.regs[i]});
+    std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
+    b.emit("mov.b32 {" + lo + ", " + hi + "}, " + packed);
+    out.regs.push_back(lo);
+    out.regs.push_back(hi);
+  }
+  for (const std::string &r : pairs ? std::vector<std::string>{} : x.regs) {
     switch (op.kind) {
     case OpKind::Cast:
       out.regs.push_back(castScalar(r, from, to, rtz));
