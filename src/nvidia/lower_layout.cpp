@@ -279,6 +279,83 @@ std::string Lowering::loadShared(const SharedAddr &a, DType d) {
   return "";
 }
 
+// How many registers of `l` from each multiple of it on move through shared
+// memory as one access: a run along the last dim (row-major there, so
+// contiguous and aligned), of at most 16 bytes; 16-bit ones in pairs at least.
+static int sharedRun(const LinearLayout &l, DType d) {
+  RegClass rc = regClassOf(d);
+  if (rc == RegClass::Pred)
+    return 1;
+  int bytes = storageBytes(d);
+  int run = std::min(contiguousRegisters(l, l.rank() - 1), 16 / bytes);
+  // Every other basis keeps a run's start aligned: none moves within a run.
+  auto aligned = [&](int n) {
+    for (size_t i = 0; i < l.regs.size(); ++i)
+      if ((1 << i) >= n && (l.regs[i].back() & (n - 1)))
+        return false;
+    for (const std::vector<Coords> *bases : {&l.lanes, &l.warps})
+      for (const Coords &c : *bases)
+        if (c.back() & (n - 1))
+          return false;
+    return true;
+  };
+  while (run > 1 && !aligned(run))
+    run /= 2;
+  return run * bytes < 4 ? 1 : run;
+}
+
+// The vector type suffix of `n` words (1: none) of class `rc`.
+static std::string sharedVectorType(int n, RegClass rc) {
+  std::string v = n > 1 ? ".v" + std::to_string(n) : "";
+  switch (rc) {
+  case RegClass::F32:
+    return v + ".f32";
+  case RegClass::F64:
+    return v + ".f64";
+  case RegClass::B64:
+    return v + ".b64";
+  default:
+    return v + ".b32";
+  }
+}
+
+// Stores registers regs[r..r+n) (consecutive elements) at `a`, as one access.
+void Lowering::storeSharedRun(const SharedAddr &a, DType d, const std::vector<std::string> &regs,
+                              int r, int n) {
+  RegClass rc = regClassOf(d);
+  std::vector<std::string> words;
+  for (int i = 0; i < n; i += rc == RegClass::B16 ? 2 : 1)
+    words.push_back(rc == RegClass::B16
+                        ? opReg("mov.b32", RegClass::B32,
+                                {"{" + regs[r + i] + ", " + regs[r + i + 1] + "}"})
+                        : regs[r + i]);
+  std::string list = words.size() == 1 ? words[0] : regList(words);
+  b.emit("st.shared" + sharedVectorType((int)words.size(), rc) + " " + a.str() + ", " + list);
+}
+
+// Loads n consecutive elements from `a` as one access, into registers of `d`.
+std::vector<std::string> Lowering::loadSharedRun(const SharedAddr &a, DType d, int n) {
+  RegClass rc = regClassOf(d);
+  bool half = rc == RegClass::B16;
+  RegClass wordClass = half ? RegClass::B32 : rc;
+  std::vector<std::string> words;
+  for (int i = 0; i < (half ? n / 2 : n); ++i)
+    words.push_back(b.reg(wordClass));
+  std::string list = words.size() == 1 ? words[0] : regList(words);
+  b.emit("ld.shared" + sharedVectorType((int)words.size(), wordClass) + " " + list + ", " +
+         a.str());
+  if (!half)
+    return words;
+  std::vector<std::string> out;
+  for (const std::string &w : words) {
+    std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
+    b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+    out.push_back(lo);
+    out.push_back(hi);
+  }
+  return out;
+}
+
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   if (!v.isTensor() || v.uniform)
     return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
@@ -302,9 +379,13 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   b.comment("convert " + from->str() + " -> " + to->str());
   barrier();
   std::vector<int64_t> strides = rowMajorStrides(from->shape);
-  for (int r = 0; r < from->numRegs(); ++r) {
+  int run = sharedRun(*from, d);
+  for (int r = 0; r < from->numRegs(); r += run) {
     SharedAddr a = sharedAddress(from, r, strides, bytes, 0);
-    storeShared(a, d, v.regs[r]);
+    if (run == 1)
+      storeShared(a, d, v.regs[r]);
+    else
+      storeSharedRun(a, d, v.regs, r, run);
   }
   barrier();
   std::vector<int64_t> readStrides = strides;
@@ -312,8 +393,17 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
     if (from->shape[dim] == 1)
       readStrides[dim] = 0;
   TVal out{to, {}};
-  for (int r = 0; r < to->numRegs(); ++r)
-    out.regs.push_back(loadShared(sharedAddress(to, r, readStrides, bytes, 0), d));
+  // A broadcast last dim is read at one index: no runs along it.
+  run = from->shape.back() == 1 ? 1 : sharedRun(*to, d);
+  for (int r = 0; r < to->numRegs(); r += run) {
+    SharedAddr a = sharedAddress(to, r, readStrides, bytes, 0);
+    if (run == 1) {
+      out.regs.push_back(loadShared(a, d));
+      continue;
+    }
+    for (std::string &e : loadSharedRun(a, d, run))
+      out.regs.push_back(e);
+  }
   return out;
 }
 

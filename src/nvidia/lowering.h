@@ -194,6 +194,10 @@ public:
   SharedAddr sharedElement(const LinearLayout *l, int r, int bytes, int64_t start = 0);
   void storeShared(const SharedAddr &a, DType d, const std::string &v);
   std::string loadShared(const SharedAddr &a, DType d);
+  // Runs of n consecutive elements (registers r.. of `regs`) as one access.
+  void storeSharedRun(const SharedAddr &a, DType d, const std::vector<std::string> &regs, int r,
+                      int n);
+  std::vector<std::string> loadSharedRun(const SharedAddr &a, DType d, int n);
 
   // Shared tiles (swizzled, as the tensor cores read them): this thread's
   // part of the offset of layout `l`'s elements of `bytes` each in tile `t`
