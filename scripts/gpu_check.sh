@@ -46,9 +46,11 @@ if want tests; then
 fi
 if want sanitize; then
   start=$(date +%s)
-  compute-sanitizer --tool memcheck --print-limit 20 $PY scripts/sanitize_kernels.py \
-    > "$OUT/sanitizer.log" 2>&1
-  echo "compute-sanitizer ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/sanitizer.log")"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --print-limit 20 $PY scripts/sanitize_kernels.py \
+      > "$OUT/sanitizer-$tool.log" 2>&1
+    echo "compute-sanitizer $tool ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/sanitizer-$tool.log")"
+  done
 fi
 if want bench; then
   $PY examples/run_all.py > "$OUT/examples.log" 2>&1; cat "$OUT/examples.log"

@@ -1,5 +1,6 @@
-"""The core kernels (vector add, softmax, matmul, layer norm) on the GPU, at odd
-sizes with masks, for compute-sanitizer to watch. Prints 'ok' when all match."""
+"""The core kernels (vector add, softmax, matmul, layer norm, flash attention) on
+the GPU, at odd sizes with masks, for compute-sanitizer to watch. Prints 'ok'
+when all match."""
 
 import os
 import sys
@@ -48,5 +49,21 @@ c = torch.empty(M, N, device=dev)
 matmul.matmul_kernel[(M // 128, N // 128)](a, bm, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=128,
                                             BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
 assert torch.allclose(c, a.float() @ bm.float(), rtol=1e-3, atol=1e-2)
+
+# flash attention (tests/test_kernels.py): pipelined block pointers and tensor
+# descriptors, p @ v left running across iterations, causal and not
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+import test_kernels  # noqa: E402
+
+heads, N, D = 2, 384, 64
+q, k, v = (torch.randn(heads, N, D, device=dev, dtype=torch.float16) for _ in range(3))
+for kernel in (test_kernels.attn_block_ptr_kernel, test_kernels.attn_descriptor_kernel):
+    for causal in (False, True):
+        o = torch.empty_like(q)
+        kernel[(N // 128, heads)](q, k, v, o, 0.125, N, D=D, BM=128, BN=64, CAUSAL=causal,
+                                  num_warps=4, num_stages=3)
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                               scale=0.125)
+        assert torch.allclose(o, ref, atol=1e-2), (kernel.__name__, causal, (o - ref).abs().max())
 torch.cuda.synchronize()
 print("ok")
