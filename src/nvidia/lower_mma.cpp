@@ -323,8 +323,10 @@ void Lowering::stageLoopInvariantOperands(const Op &forOp) {
       const TVal &x = val(v);
       if (!x.isTensor() || x.uniform || !x.sharedTile.empty())
         continue;
-      if (!staged)
+      if (!staged) { // an enclosing loop's previous iteration may still read the tile
         b.comment("loop-invariant dot operands, staged once");
+        barrier();
+      }
       const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
       std::string base = residentTile(tile.bytes());
       stageOperand(v, in, tile, i == 1 && !tiles.bKRows, base, false);
