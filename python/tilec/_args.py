@@ -180,8 +180,9 @@ def specialize(name, value, constexpr_param, specialize_ints):
         ptr = data_pointer(value.base)
         # Specialized as Triton's TMA descriptors are: sizes and strides that
         # are multiples of 16, and unit strides (the last, as TMA requires).
-        sixteen = tuple(16 if v % 16 == 0 else 1 for v in (*value.shape, *value.strides))
-        unit = tuple(s == 1 for s in value.strides)
+        dims = (*value.shape, *value.strides)
+        sixteen = tuple(16 if specialize_ints and v % 16 == 0 else 1 for v in dims)
+        unit = tuple(specialize_ints and s == 1 for s in value.strides)
         spec = ("desc", element_type(value.base, name), 16 if ptr % 16 == 0 else 1,
                 tuple(value.block_shape), value.padding, sixteen, unit)
         return spec, [ptr, *value.shape, *value.strides]

@@ -127,11 +127,18 @@ const UseCounts &Lowering::uses() {
 }
 
 void Lowering::lowerBlock(const Block &block) {
+  size_t staged = residentStaged_.size();
+  int64_t residentTop = residentTop_;
   for (auto &op : block.ops)
     if (!skipped.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);
     }
+  // Tiles staged in this block serve no code after it (control may reach that
+  // code without passing the staging); their space goes to later tiles.
+  for (; residentStaged_.size() > staged; residentStaged_.pop_back())
+    residentOperands_.erase(residentStaged_.back());
+  residentTop_ = residentTop;
 }
 
 // The layout passes' decisions hold: a result lowered in another layout than

@@ -115,8 +115,9 @@ std::string Lowering::residentTile(int64_t bytes) {
     b.emitPrologue("mov.u32 " + residentBase_ + ", tilec_smem");
     b.emitPrologue("add.u32 " + residentBase_ + ", " + residentBase_ + ", TILEC_RESIDENT_START");
   }
-  int64_t at = residentBytes_;
-  residentBytes_ = (at + bytes + 1023) / 1024 * 1024; // swizzle patterns
+  int64_t at = residentTop_;
+  residentTop_ = (at + bytes + 1023) / 1024 * 1024; // swizzle patterns
+  residentBytes_ = std::max(residentBytes_, residentTop_);
   return at ? opReg("add.u32", RegClass::B32, {residentBase_, imm(at)}) : residentBase_;
 }
 

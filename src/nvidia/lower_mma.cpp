@@ -331,6 +331,7 @@ void Lowering::stageLoopInvariantOperands(const Op &forOp) {
       std::string base = residentTile(tile.bytes());
       stageOperand(v, in, tile, i == 1 && !tiles.bKRows, base, false);
       residentOperands_[{v, i}] = base;
+      residentStaged_.push_back({v, i});
       staged = true;
       async |= wgmmaLayout(dot) != nullptr;
     }

@@ -332,6 +332,8 @@ public:
   // in tiles of their own that live to the kernel's end; and the shared tile
   // a dot reads operand i from without staging it (a pipelined or resident
   // copy), else empty.
+  // A tile serves the rest of the block its loop is in (its staging ran once
+  // control got there), and is released, space and all, at the block's end.
   void stageLoopInvariantOperands(const Op &forOp);
   std::string residentTile(int64_t bytes);
   std::string stagedOperand(const Op &dot, int i);
@@ -368,8 +370,9 @@ private:
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
   std::string sharedBase_, pipelineBase_, residentBase_;
-  int64_t residentBytes_ = 0;
+  int64_t residentBytes_ = 0, residentTop_ = 0; // the most in use at once; in use now
   std::map<std::pair<const Value *, int>, std::string> residentOperands_;
+  std::vector<std::pair<const Value *, int>> residentStaged_; // in staging order
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
   int minElementBytes_ = 4;

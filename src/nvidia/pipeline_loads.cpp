@@ -186,12 +186,19 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
     if (candidate) {
       const Value *arg = body.args[k + 1].get();
       size_t first = body.ops.size();
-      bool early = true; // every read of the carried value comes before the dot
+      // Every read of the carried value comes before the dot and computes
+      // fresh registers from it (a view, as trans or a register-only
+      // conversion, would keep reading the registers the dot accumulates into).
+      bool early = true;
       walk(const_cast<Block &>(body), [&](Op *op) {
         for (const Value *v : op->operands)
           if (v == arg) {
             auto at = position.find(op);
-            early &= at != position.end() && at->second < position[dot];
+            bool computes = (op->has(ELEMENTWISE) && op->kind != OpKind::Cast &&
+                             op->kind != OpKind::Bitcast && op->kind != OpKind::IntToPtr &&
+                             op->kind != OpKind::PtrToInt) ||
+                            (op->kind >= OpKind::ReduceSum && op->kind <= OpKind::ArgMin);
+            early &= computes && at != position.end() && at->second < position[dot];
             if (at != position.end())
               first = std::min(first, at->second);
           }
@@ -234,6 +241,16 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   const Op *step = forOp.operand(2)->def;
   if (!step || step->kind != OpKind::Constant || step->intAttr("value") <= 0 ||
       body.args[0]->type.dtype != DType::I32)
+    return nullptr;
+  // The stages of every pipeline start at the same place: a loop holding
+  // another loop that may pipeline its own dots is left as written.
+  bool nestedDots = false;
+  walk(const_cast<Block &>(body), [&](Op *loop) {
+    if (loop->kind == OpKind::For || loop->kind == OpKind::While)
+      for (auto &region : loop->regions)
+        walk(*region, [&](Op *op) { nestedDots |= op->kind == OpKind::Dot; });
+  });
+  if (nestedDots)
     return nullptr;
   auto p = std::make_unique<Pipeline>();
   const UseCounts &counts = uses();
