@@ -625,3 +625,69 @@ def test_flash_attention(rng, kernel, causal, BM, BN, N):
                              num_warps=4, num_stages=3)
     ref = attention_reference(q, k, v, sm_scale, causal)
     np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)
+
+
+# Two loops use one loop-invariant dot operand (staged once into shared memory
+# before a loop); the first runs only under a condition, so the second must not
+# rely on the first's staging.
+@tilec.jit
+def invariant_operand_kernel(Q, K, O, flag, N, D: tl.constexpr, BM: tl.constexpr,
+                             BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rd = tl.arange(0, D)
+    rn = tl.arange(0, BN)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros([BM, BN], tl.float32)
+    if flag > 0:
+        for k in range(0, N, BN):
+            acc += tl.dot(q, tl.load(K + (k + rn[None, :]) * D + rd[:, None]))
+    for k in range(0, N, BN):
+        acc += tl.dot(q, tl.load(K + (k + rn[None, :]) * D + rd[:, None]))
+    tl.store(O + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_loop_invariant_operand_in_a_conditional_loop(rng, flag):
+    BM, BN, D, N = 64, 64, 64, 192
+    q = rng.standard_normal((BM, D)).astype(np.float16)
+    k = rng.standard_normal((N, D)).astype(np.float16)
+    out = np.zeros((BM, BN), np.float32)
+    invariant_operand_kernel[(1,)](q, k, out, flag, N, D=D, BM=BM, BN=BN, num_stages=3)
+    blocks = sum(q.astype(np.float32) @ k[j:j + BN].astype(np.float32).T for j in range(0, N, BN))
+    np.testing.assert_allclose(out, (1 + flag) * blocks, rtol=1e-2, atol=5e-2)
+
+
+# The loop-carried accumulator is read through a view (trans) before a dot that
+# accumulates into it: the view must see the value from before the dot.
+@tilec.jit
+def carried_view_kernel(Q, K, V, O, S, N, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    q = tl.load(tl.make_block_ptr(Q, (BM, D), (D, 1), (0, 0), (BM, D), (1, 0)))
+    k_ptr = tl.make_block_ptr(K, (D, N), (1, D), (0, 0), (D, BN), (0, 1))
+    v_ptr = tl.make_block_ptr(V, (N, D), (D, 1), (0, 0), (BN, D), (1, 0))
+    acc = tl.zeros([BM, D], tl.float32)
+    s = tl.zeros([D], tl.float32)
+    for start_n in range(0, N, BN):
+        p = (tl.dot(q, tl.load(k_ptr)) * 0.125).to(tl.float16)
+        prev = tl.trans(acc)
+        acc = tl.dot(p, tl.load(v_ptr), acc * 0.5)
+        s += tl.sum(prev, 1)
+        k_ptr = tl.advance(k_ptr, (0, BN))
+        v_ptr = tl.advance(v_ptr, (BN, 0))
+    tl.store(O + tl.arange(0, BM)[:, None] * D + tl.arange(0, D)[None, :], acc)
+    tl.store(S + tl.arange(0, D), s)
+
+
+def test_view_of_a_carried_accumulator(rng):
+    BM, BN, D, N = 64, 64, 64, 256
+    q = rng.standard_normal((BM, D)).astype(np.float16)
+    k, v = (rng.standard_normal((N, D)).astype(np.float16) for _ in range(2))
+    out = np.zeros((BM, D), np.float32)
+    s = np.zeros(D, np.float32)
+    carried_view_kernel[(1,)](q, k, v, out, s, N, D=D, BM=BM, BN=BN, num_stages=3)
+    acc, total = np.zeros((BM, D), np.float32), np.zeros(D, np.float32)
+    for j in range(0, N, BN):
+        p = (q.astype(np.float32) @ k[j:j + BN].astype(np.float32).T * 0.125).astype(np.float16)
+        total += acc.T.sum(1)
+        acc = p.astype(np.float32) @ v[j:j + BN].astype(np.float32) + acc * 0.5
+    np.testing.assert_allclose(out, acc, rtol=1e-2, atol=5e-2)
+    np.testing.assert_allclose(s, total, rtol=1e-2, atol=2e-1)
