@@ -139,6 +139,14 @@ Value *Builder::constFloat(double v, Type t) {
   return op->result();
 }
 
+bool isDefinedIn(const Value *v, const Block &block) {
+  for (const Block *b = v->def ? v->def->parent : v->owner; b;
+       b = b->parent ? b->parent->parent : nullptr)
+    if (b == &block)
+      return true;
+  return false;
+}
+
 void replaceAllUses(Block &block, Value *from, Value *to) {
   walk(block, [&](Op *op) {
     for (auto &operand : op->operands)

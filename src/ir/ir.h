@@ -153,6 +153,10 @@ void replaceAllUses(Block &block, Value *from, Value *to);
 using UseCounts = std::unordered_map<const Value *, int>;
 UseCounts countUses(const Block &block);
 
+// Whether `v` is defined in `block` or in a region nested in it (an op's
+// result or a block argument there).
+bool isDefinedIn(const Value *v, const Block &block);
+
 // Whether `v` is a constant (scalar or splat) equal to zero.
 bool isZeroConstant(const Value *v);
 

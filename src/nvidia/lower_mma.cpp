@@ -298,14 +298,6 @@ std::string Lowering::stagedOperand(const Op &dot, int i) {
   return it == residentOperands_.end() ? "" : it->second;
 }
 
-static bool definedIn(const Value *v, const Block &block) {
-  for (const Block *b = v->def ? v->def->parent : v->owner; b;
-       b = b->parent ? b->parent->parent : nullptr)
-    if (b == &block)
-      return true;
-  return false;
-}
-
 void Lowering::stageLoopInvariantOperands(const Op &forOp) {
   const Block &body = *forOp.regions[0];
   bool staged = false, async = false;
@@ -318,7 +310,7 @@ void Lowering::stageLoopInvariantOperands(const Op &forOp) {
     OperandTiles tiles = operandTiles(dot);
     for (int i = 0; i < 2; ++i) {
       const Value *v = dot.operand(i);
-      if (definedIn(v, body) || residentOperands_.count({v, i}))
+      if (isDefinedIn(v, body) || residentOperands_.count({v, i}))
         continue;
       const TVal &x = val(v);
       if (!x.isTensor() || x.uniform || !x.sharedTile.empty())

@@ -20,17 +20,6 @@ namespace tilec::nvidia {
 
 namespace {
 
-bool definedInside(const Block &body, const Value *v) {
-  bool inside = false;
-  walk(const_cast<Block &>(body), [&](Op *op) {
-    for (auto &r : op->results)
-      inside |= r.get() == v;
-  });
-  for (auto &a : body.args)
-    inside |= a.get() == v;
-  return inside;
-}
-
 // The ops of `body` that `v` is computed from, in body order, when `v`
 // depends on the iteration only through the induction variable and through
 // cheap pure ops (ranges, splats, broadcasts, elementwise math), so that it
@@ -38,7 +27,7 @@ bool definedInside(const Block &body, const Value *v) {
 bool inductionSlice(const Block &body, const Value *v, std::vector<const Op *> &slice) {
   if (v->owner == &body)
     return v->index == 0; // the induction variable; not a carried value
-  if (!definedInside(body, v))
+  if (!isDefinedIn(v, body))
     return true; // loop-invariant
   const Op *def = v->def;
   bool cheap = def->has(PURE) && def->regions.empty() &&
@@ -75,7 +64,7 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
     return false;
   const Op *next = body.terminator()->operand(carried)->def;
   if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
-      definedInside(body, next->operand(1)))
+      isDefinedIn(next->operand(1), body))
     return false;
   if (countUses(body)[load.result()] != 1)
     return false;
@@ -95,7 +84,7 @@ static const Value *carriedStep(const Block &body, const Value *v) {
     return nullptr;
   const Value *step = inc->operand(0) == v ? inc->operand(1) : inc->operand(0);
   bool adds = inc->operand(0) == v || inc->operand(1) == v;
-  return adds && !definedInside(body, step) ? step : nullptr;
+  return adds && !isDefinedIn(step, body) ? step : nullptr;
 }
 
 // Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined;
@@ -116,20 +105,20 @@ static bool blockPipelineable(const Op &forOp, const Op &load, PipelinedLoad &s)
     if (!next || next->kind != OpKind::Advance || next->operand(0) != bp)
       return false;
     for (size_t d = 1; d < next->operands.size(); ++d)
-      if (definedInside(body, next->operand(d)))
+      if (isDefinedIn(next->operand(d), body))
         return false;
     s.deltas.assign(next->operands.begin() + 1, next->operands.end());
     return true;
   }
   const Op *adv = bp->def;
   if (!adv || adv->kind != OpKind::Advance || adv->parent != &body ||
-      definedInside(body, adv->operand(0)))
+      isDefinedIn(adv->operand(0), body))
     return false;
   s.carried = -1;
   s.base = adv->operand(0);
   for (size_t d = 1; d < adv->operands.size(); ++d) {
     const Value *offset = adv->operand(d);
-    if (!definedInside(body, offset)) {
+    if (!isDefinedIn(offset, body)) {
       s.starts.push_back(offset);
       s.deltas.push_back(nullptr);
       continue;
