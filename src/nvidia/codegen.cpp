@@ -254,11 +254,15 @@ void Lowering::lowerOp(const Op &op) {
     lowerElementwise(op);
     return;
   case OpKind::Load:
+  case OpKind::LoadBlock:
     if (auto it = pipelinedLoads.find(&op); it != pipelinedLoads.end()) {
       pipelinedLoad(*it->second, op, it->second->iv);
       return;
     }
-    lowerLoad(op);
+    if (op.kind == OpKind::Load)
+      lowerLoad(op);
+    else
+      lowerLoadBlock(op);
     return;
   case OpKind::AtomicRMW:
   case OpKind::AtomicCAS:
@@ -276,13 +280,6 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::MakeBlockPtr:
   case OpKind::Advance:
     lowerBlockPtr(op);
-    return;
-  case OpKind::LoadBlock:
-    if (auto it = pipelinedLoads.find(&op); it != pipelinedLoads.end()) {
-      pipelinedLoad(*it->second, op, it->second->iv);
-      return;
-    }
-    lowerLoadBlock(op);
     return;
   case OpKind::StoreBlock:
     lowerStoreBlock(op);

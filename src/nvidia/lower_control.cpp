@@ -75,10 +75,8 @@ void Lowering::lowerFor(const Op &op) {
   stageLoopInvariantOperands(op);
   std::unique_ptr<Pipeline> pipeline = planPipeline(op, carried);
   if (pipeline) {
-    beginPipeline(*pipeline, op, carried);
+    beginPipeline(*pipeline, op, carried); // planPipeline registered its loads
     pipeline->iv = iv;
-    for (PipelinedLoad &l : pipeline->loads)
-      pipelinedLoads[l.load] = pipeline.get();
   }
   std::string top = b.newLabel("for"), end = b.newLabel("for_end");
   b.label(top);

@@ -20,6 +20,11 @@ namespace tilec::nvidia {
 
 namespace {
 
+bool usedOnce(const UseCounts &counts, const Value *v) {
+  auto it = counts.find(v);
+  return it != counts.end() && it->second == 1;
+}
+
 // The ops of `body` that `v` is computed from, in body order, when `v`
 // depends on the iteration only through the induction variable and through
 // cheap pure ops (ranges, splats, broadcasts, elementwise math), so that it
@@ -47,7 +52,8 @@ bool inductionSlice(const Block &body, const Value *v, std::vector<const Op *> &
 } // namespace
 
 // Whether `load` (in `body` of loop `op`) can be pipelined; fills `s`.
-static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, PipelinedLoad &s) {
+static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &counts,
+                         PipelinedLoad &s) {
   const Block &body = *forOp.regions[0];
   const Value *ptr = load.operand(0);
   int carried = -1;
@@ -66,7 +72,7 @@ static bool pipelineable(Lowering &L, const Op &forOp, const Op &load, Pipelined
   if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
       isDefinedIn(next->operand(1), body))
     return false;
-  if (countUses(body)[load.result()] != 1)
+  if (!usedOnce(counts, load.result()))
     return false;
   s.load = &load;
   s.carried = carried;
@@ -92,11 +98,12 @@ static const Value *carriedStep(const Block &body, const Value *v) {
 // amounts, or it is advance(p, offsets...) of a loop-invariant p with each
 // offset loop-invariant or a carried scalar stepped by a loop-invariant amount
 // (a tensor descriptor loaded at moving offsets).
-static bool blockPipelineable(const Op &forOp, const Op &load, PipelinedLoad &s) {
+static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &counts,
+                              PipelinedLoad &s) {
   const Block &body = *forOp.regions[0];
   const Value *bp = load.operand(0);
   bool checked = !load.intsAttr("boundary_check").empty();
-  if ((checked && load.strAttr("padding") == "nan") || countUses(body)[load.result()] != 1)
+  if ((checked && load.strAttr("padding") == "nan") || !usedOnce(counts, load.result()))
     return false; // the copies zero-fill
   s.load = &load;
   if (bp->owner == &body && bp->index > 0) {
@@ -164,14 +171,12 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
   size_t firstSync = body.ops.size(); // where the first synchronous wgmma is
   for (const Op *dot : dots) {
     const Value *r = dot->result();
-    auto uses = counts.find(r);
     int k = -1;
     for (size_t j = 0; j < yield.operands.size(); ++j)
       if (yield.operand(j) == r)
         k = (int)j;
     bool candidate = layoutEncoding(r->type) && layoutEncoding(r->type)->kind == "wgmma" &&
-                     dot->operand(2)->type.dtype == DType::F32 && uses != counts.end() &&
-                     uses->second == 1 && k >= 0;
+                     dot->operand(2)->type.dtype == DType::F32 && usedOnce(counts, r) && k >= 0;
     if (candidate) {
       const Value *arg = body.args[k + 1].get();
       size_t first = body.ops.size();
@@ -255,14 +260,14 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       const Op *def = dot.operand(i)->def;
       // A transposed load (k = desc.load(...).T) is copied transposed.
       bool viaTrans = def && def->kind == OpKind::Trans && def->parent == &body &&
-                      counts.count(def->result()) && counts.at(def->result()) == 1;
+                      usedOnce(counts, def->result());
       if (viaTrans)
         def = def->operand(0)->def;
       if (!def || def->parent != &body || pipelinedLoads.count(def))
         continue;
       PipelinedLoad l;
-      bool ok = def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, l)
-                : def->kind == OpKind::Load    ? pipelineable(*this, forOp, *def, l)
+      bool ok = def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
+                : def->kind == OpKind::Load    ? pipelineable(forOp, *def, counts, l)
                                                : false;
       if (!ok)
         continue;
@@ -289,15 +294,11 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   // carries through it alone, can stay asynchronous on the tensor cores.
   const Op &dot = *dots.front();
   const Value *acc = dot.operand(2);
-  auto usedOnce = [&](const Value *v) {
-    auto it = counts.find(v);
-    return it != counts.end() && it->second == 1;
-  };
   p->dot = &dot;
   p->asyncDot = dots.size() == 1 && p->loads.size() == 2 && wgmmaLayout(dot) &&
                 acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
-                body.terminator()->operand(acc->index - 1) == dot.result() && usedOnce(acc) &&
-                usedOnce(dot.result());
+                body.terminator()->operand(acc->index - 1) == dot.result() &&
+                usedOnce(counts, acc) && usedOnce(counts, dot.result());
   if (!p->asyncDot)
     findDeferredDots(body, dots, *p, counts);
   int64_t slotBytes = 0;
