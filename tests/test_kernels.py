@@ -161,6 +161,28 @@ def test_matmul_fp16_inputs(rng):
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-1)
 
 
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("b_k_major", [True, False])
+@pytest.mark.parametrize("blocks", [(64, 64, 64, 4, 2), (128, 128, 64, 8, 3), (16, 32, 32, 1, 2)])
+def test_matmul_fp8_inputs(rng, fmt, b_k_major, blocks):
+    """fp8 matmul (tutorial 03's fp8 case has B K-major): on sm_90a wgmma
+    k32 with the tiles pipelined, on mma.sync at one warp."""
+    torch = pytest.importorskip("torch")
+    bm, bn, bk, warps, stages = blocks
+    M, N, K = 150, 131, 200
+    dt = getattr(torch, fmt)
+    a = torch.from_numpy(nonzero(rng, (M, K), low=0.5, high=2.0)).to(dt)
+    b_rows = torch.from_numpy(nonzero(rng, (N, K) if b_k_major else (K, N), low=0.5, high=2.0))
+    b = b_rows.to(dt).T if b_k_major else b_rows.to(dt)
+    c = torch.zeros(M, N, dtype=torch.float32)
+    grid = (tilec.cdiv(M, bm), tilec.cdiv(N, bn))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                        num_warps=warps, num_stages=stages)
+    ref = a.to(torch.float64) @ b.to(torch.float64)
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-3)
+
+
 @tilec.jit
 def dot_ieee_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
     r = tl.arange(0, N)
@@ -625,6 +647,55 @@ def test_flash_attention(rng, kernel, causal, BM, BN, N):
                              num_warps=4, num_stages=3)
     ref = attention_reference(q, k, v, sm_scale, causal)
     np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)
+
+
+# fp8 attention as tutorial 06 writes it for Hopper: V stored transposed
+# (VT, [heads * D, N]), loaded as [D, BN] tiles and transposed, so that p @ v
+# reads a K-major B; the output is fp16 here.
+@tilec.jit
+def attn_fp8_kernel(Q, K, VT, Out, sm_scale, N, D: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    head = tl.program_id(1)
+    rows = tl.num_programs(1) * N
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_v = tl.make_tensor_descriptor(VT, shape=[tl.num_programs(1) * D, N], strides=[N, 1],
+                                       block_shape=[D, BN])
+    q = desc_q.load([head * N + start_m * BM, 0])
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    m_i = tl.full([BM], -float("inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BM if CAUSAL else N
+    offset = head * N
+    for start_n in tl.range(0, hi, BN):
+        qk = tl.dot(q, desc_k.load([offset, 0]).T)
+        if CAUSAL:
+            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+        v = desc_v.load([head * D, start_n]).T
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, v, qk_scale)
+        offset += BN
+    out = Out + (head * N + offs_m[:, None]) * D + tl.arange(0, D)[None, :]
+    tl.store(out, (acc / l_i[:, None]).to(tl.float16))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("BM,BN,N", [(64, 32, 192), (128, 64, 256)])
+def test_flash_attention_fp8(rng, causal, BM, BN, N):
+    torch = pytest.importorskip("torch")
+    heads, D, sm_scale = 2, 64, 0.125
+    q, k, v = (torch.from_numpy(rng.standard_normal((heads, N, D)).astype(np.float32))
+               .to(torch.float8_e5m2) for _ in range(3))
+    vt = v.transpose(1, 2).contiguous()
+    out = torch.zeros(heads, N, D, dtype=torch.float16)
+    attn_fp8_kernel[(N // BM, heads)](q, k, vt, out, sm_scale, N, D=D, BM=BM, BN=BN,
+                                      CAUSAL=causal, num_warps=4, num_stages=3)
+    ref = attention_reference(*(t.to(torch.float32).numpy() for t in (q, k, v)), sm_scale, causal)
+    # p is rounded to e5m2 (2 mantissa bits) before p @ v, as in Triton's tutorial.
+    np.testing.assert_allclose(out.to(torch.float32).numpy(), ref, atol=0.1, rtol=0.1)
 
 
 # Two loops use one loop-invariant dot operand (staged once into shared memory

@@ -78,9 +78,9 @@ private:
     const Block &body = *op.regions[0];
     bool isFor = op.kind == OpKind::For;
     size_t firstInit = isFor ? 3 : 0;
-    if (isFor) {
-      AxisInfo iv = pessimistic(body.args[0]->type);
-      map_[body.args[0].get()] = iv;
+    if (isFor) { // lb + k * step: a multiple of whatever divides both
+      int64_t div = std::gcd(get(op.operand(0)).divisibility[0], get(op.operand(2)).divisibility[0]);
+      map_[body.args[0].get()] = uniform(body.args[0]->type, std::max<int64_t>(div, 1));
     }
     size_t argBase = isFor ? 1 : 0;
     for (size_t k = firstInit; k < op.operands.size(); ++k)

@@ -1,7 +1,8 @@
 // tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
-// f16 and bf16. A warpgroup (4 consecutive warps) multiplies a 64 x n tile
-// per instruction, reading A ([M][K], K-major; or from registers) and B
-// ([K][N], N-major, or [N][K], K-major) from the same swizzled shared tiles
+// f16, bf16 (k 16) and fp8 e4m3/e5m2 (k 32, f32 accumulator). A warpgroup (4
+// consecutive warps) multiplies a 64 x n tile per instruction, reading A
+// ([M][K], K-major; or, 16-bit, from registers) and B ([K][N], N-major, or
+// [N][K], K-major; fp8 only K-major) from the same swizzled shared tiles
 // mma.sync reads (SharedTile is wgmma's canonical layout), described by
 // 64-bit matrix descriptors. Warpgroups
 // split M first, then N; the accumulator layout is the instruction's: in each
@@ -20,25 +21,34 @@ struct WgmmaTiling {
   int64_t groupsM, groupsN; // warpgroups along M and N
   int64_t groupN;           // columns per warpgroup
   int64_t instrN;           // n of one instruction (at most 256)
+  int64_t instrK;           // k of one instruction: 32 bytes of A's row
 };
+
+bool isFp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
+
+const char *wgmmaType(DType d) {
+  return d == DType::F16 ? "f16" : d == DType::BF16 ? "bf16" : d == DType::F8E4M3 ? "e4m3" : "e5m2";
+}
 
 // Whether wgmma can run the dot and how warpgroups split it; M == 0 when not.
 WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
   WgmmaTiling t{};
   const Type &at = dot.operand(0)->type, &bt = dot.operand(1)->type, &rt = dot.result()->type;
-  if (opts.arch != "sm_90a" || at.rank() != 2 || at.dtype != bt.dtype ||
-      (at.dtype != DType::F16 && at.dtype != DType::BF16) ||
-      (rt.dtype != DType::F32 && rt.dtype != at.dtype) || opts.numWarps % 4)
+  bool half = (at.dtype == DType::F16 || at.dtype == DType::BF16) && at.dtype == bt.dtype &&
+              (rt.dtype == DType::F32 || rt.dtype == at.dtype);
+  bool fp8 = isFp8(at.dtype) && isFp8(bt.dtype) && rt.dtype == DType::F32;
+  if (opts.arch != "sm_90a" || at.rank() != 2 || !(half || fp8) || opts.numWarps % 4)
     return t;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1], groups = opts.numWarps / 4;
-  if (M % 64 || K % 16 || N < 16)
+  int64_t instrK = 32 / dtypeBytes(at.dtype);
+  if (M % 64 || K % instrK || N < 16)
     return t;
   int64_t groupsM = std::min(groups, M / 64), groupsN = groups / groupsM;
   int64_t groupN = N / groupsN;
-  // A warpgroup's columns of B start at a whole swizzle block.
-  if (groupN < 8 || (groupN * 2) % sharedTile(K, N * 2).swizzle)
+  // A warpgroup's columns of B ([K][N], 16-bit) start at a whole swizzle block.
+  if (groupN < 8 || (half && (groupN * 2) % sharedTile(K, N * 2).swizzle))
     return t;
-  return {M, N, K, groupsM, groupsN, groupN, std::min<int64_t>(groupN, 256)};
+  return {M, N, K, groupsM, groupsN, groupN, std::min<int64_t>(groupN, 256), instrK};
 }
 
 Coords rc(int64_t r, int64_t c) { return {r, c}; }
@@ -66,9 +76,13 @@ LinearLayout wgmmaAccumulator(const WgmmaTiling &t) {
 int swizzleMode(int swizzle) { return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3; }
 
 // A's registers as wgmma takes them from registers, when A (a value in
-// registers) lies in the layout of an accumulator of A's shape: per k step of
-// 16 and repeat along M, four b32 registers holding pairs of adjacent columns
-// of rows g, g+8 (columns 2t..), then of the same rows 8 columns on. Empty otherwise.
+// registers) lies in the layout of an accumulator of A's shape; empty
+// otherwise. Per k step and repeat along M, four b32 registers: rows g and
+// g+8 of the warp's 16 (lane = 4g + t), first of the step's lower half of
+// columns, then of its upper half. 16-bit A holds columns 2t, 2t+1 (then 8
+// on), as the accumulator does: pairs of its registers. 8-bit A holds 4t..4t+3
+// (then 16 on); the accumulator gives lane t columns 2t, 2t+1 of each 8, so
+// each register gathers two pairs from lanes 2(t&1) and 2(t&1)+1 of the quad.
 std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const WgmmaTiling &t) {
   const TVal &a = L.val(op.operand(0));
   WgmmaTiling asAcc = t;
@@ -77,9 +91,41 @@ std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const Wgmma
       *a.layout != wgmmaAccumulator(asAcc))
     return {};
   std::vector<std::string> words;
-  for (size_t r = 0; r + 1 < a.regs.size(); r += 2)
-    words.push_back(
-        L.opReg("mov.b32", RegClass::B32, {"{" + a.regs[r] + ", " + a.regs[r + 1] + "}"}));
+  if (dtypeBytes(op.operand(0)->type.dtype) == 2) {
+    for (size_t r = 0; r + 1 < a.regs.size(); r += 2)
+      words.push_back(
+          L.opReg("mov.b32", RegClass::B32, {"{" + a.regs[r] + ", " + a.regs[r + 1] + "}"}));
+    return words;
+  }
+  // Registers of the accumulator layout: (col+1, row+8, then 8-column blocks
+  // along K, then repeats along M). pairs(h, j): the two bytes of row half h,
+  // block j, packed into the low half of a b32.
+  auto reg = [&](int64_t rep, int64_t h, int64_t j, int c) {
+    return a.regs[rep * 2 * t.K / 8 * 2 + j * 4 + h * 2 + c];
+  };
+  std::string quad = L.opReg("and.b32", RegClass::B32, {L.lane, imm(~3)});
+  std::string odd = L.opReg("and.b32", RegClass::B32, {L.lane, "1"});
+  std::string from0 = L.opReg("mad.lo.u32", RegClass::B32, {odd, "2", quad});
+  std::string from1 = L.opReg("or.b32", RegClass::B32, {from0, "1"});
+  // Lanes t >= 2 take the pairs of the odd block of each word.
+  std::string high = L.opReg("setp.gt.u32", RegClass::Pred,
+                             {L.opReg("and.b32", RegClass::B32, {L.lane, "3"}), "1"});
+  std::string select = L.opReg("selp.b32", RegClass::B32, {"0x7632", "0x5410", high});
+  for (int64_t rep = 0; rep < t.M / (64 * t.groupsM); ++rep)
+    for (int64_t kk = 0; kk < t.K; kk += 32)
+      for (int64_t q = 0; q < 2; ++q)
+        for (int64_t h = 0; h < 2; ++h) {
+          // Bytes: pair of block kk/8 + 2q, then pair of the next block.
+          int64_t j = kk / 8 + 2 * q;
+          std::string x = L.opReg("mov.b32", RegClass::B32,
+                                  {"{" + reg(rep, h, j, 0) + ", " + reg(rep, h, j, 1) + "}"});
+          std::string y = L.opReg("mov.b32", RegClass::B32,
+                                  {"{" + reg(rep, h, j + 1, 0) + ", " + reg(rep, h, j + 1, 1) + "}"});
+          std::string w = L.opReg("prmt.b32", RegClass::B32, {x, y, "0x6420"});
+          std::string s0 = L.opReg("shfl.sync.idx.b32", RegClass::B32, {w, from0, "31", "-1"});
+          std::string s1 = L.opReg("shfl.sync.idx.b32", RegClass::B32, {w, from1, "31", "-1"});
+          words.push_back(L.opReg("prmt.b32", RegClass::B32, {s0, s1, select}));
+        }
   return words;
 }
 
@@ -95,7 +141,7 @@ std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptio
 void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   WgmmaTiling t = wgmmaTiling(op, opts);
   const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
-  const char *ty = at.dtype == DType::F16 ? "f16" : "bf16";
+  int bytes = dtypeBytes(at.dtype);
   OperandTiles tiles = operandTiles(op);
   b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
 
@@ -134,7 +180,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
                     : "";
   // A warpgroup's first column of B: a column block of [K][N], a row of [N][K].
   auto bOffset = [&](int64_t k, int64_t n) {
-    return tiles.bKRows ? tiles.b.offset(k, n * 2) : tiles.b.offset(n, k * 2);
+    return tiles.bKRows ? tiles.b.offset(k, n * bytes) : tiles.b.offset(n, k * bytes);
   };
   std::string bStart = bBase;
   if (t.groupsN > 1)
@@ -160,19 +206,20 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
 
   // f32 accumulators, one register per element, or f16 ones packed two to a register.
   bool half = halfAccumulator(op);
-  std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k16." +
-                      (half ? "f16." : "f32.") + ty + "." + ty;
+  std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k" +
+                      std::to_string(t.instrK) + (half ? ".f16." : ".f32.") +
+                      wgmmaType(at.dtype) + "." + wgmmaType(bt.dtype);
   int64_t perReg = half ? 2 : 1;
   int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2 / perReg;
   b.emit("wgmma.fence.sync.aligned");
-  for (int64_t kk = 0; kk < t.K; kk += 16)
+  for (int64_t kk = 0; kk < t.K; kk += t.instrK)
     for (int64_t i = 0; i < repsM; ++i)
       for (int64_t n0 = 0; n0 < t.groupN; n0 += t.instrN) {
-        int64_t aOff = tiles.a.offset(64 * t.groupsM * i, kk * 2);
+        int64_t aOff = tiles.a.offset(64 * t.groupsM * i, kk * bytes);
         int64_t bOff = bOffset(kk, n0);
         std::string a;
         if (!aRegs.empty()) {
-          auto first = aRegs.begin() + (i * (t.K / 16) + kk / 16) * 4;
+          auto first = aRegs.begin() + (i * (t.K / t.instrK) + kk / t.instrK) * 4;
           a = regList(std::vector<std::string>(first, first + 4));
         } else {
           a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
@@ -180,11 +227,12 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         std::string bd = bOff ? opReg("add.s64", RegClass::B64, {bDesc, imm(bOff >> 4)}) : bDesc;
         std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
                                    acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
-        // Immediates: scale A, scale B, (for A in shared memory: transpose A,)
-        // transpose B (1: B is [K][N], N-major).
-        std::string transB = tiles.bKRows ? "1" : "0";
-        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate +
-               (aRegs.empty() ? ", 1, 1, 0, " : ", 1, 1, ") + transB);
+        // Immediates: scale A, scale B, then for 16-bit types (for A in shared
+        // memory: transpose A,) transpose B (1: B is [K][N], N-major).
+        std::string imms = ", 1, 1";
+        if (bytes == 2)
+          imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
+        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate + imms);
       }
   b.emit("wgmma.commit_group.sync.aligned");
   // Asynchronous: the previous iteration's group is done (its slot may be

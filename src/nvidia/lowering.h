@@ -51,10 +51,11 @@ struct PipelinedLoad {
   const Value *delta = nullptr; // pointers: what the loop adds each iteration
   // Block pointers: what each iteration adds to each dim's offset (null:
   // nothing); for a load at moving offsets from a loop-invariant block pointer
-  // (a tensor descriptor's), that pointer and each dim's first offset.
+  // (a tensor descriptor's), that pointer and each dim's first offset, a sum
+  // of scalars.
   std::vector<const Value *> deltas;
   const Value *base = nullptr;
-  std::vector<const Value *> starts;
+  std::vector<std::vector<const Value *>> starts;
   std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
   SharedTile tile;                   // as the dot reads it (operandTiles)
   bool transposed = false;           // the tile holds the value transposed ([N][K] B)

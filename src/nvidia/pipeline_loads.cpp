@@ -3,7 +3,7 @@
 // to shared memory with cp.async while the current one is computed, each
 // straight into the swizzled tile its dot reads (ldmatrix or wgmma).
 //
-// Taken for every dot operand (f16/bf16) loaded in the loop body, used once,
+// Taken for every dot operand of 8 or 16 bits loaded in the loop body, used once,
 // from a loop-carried pointer tensor advanced by a loop-invariant offset
 // (with no mask or one that depends on the iteration only through the
 // induction variable, recomputed for each copied iteration), or from a
@@ -93,11 +93,43 @@ static const Value *carriedStep(const Block &body, const Value *v) {
   return adds && !isDefinedIn(step, body) ? step : nullptr;
 }
 
+// How offset `v` (a scalar in loop `forOp`'s body) moves: its value in the
+// first iteration, as a sum of scalars, and what each iteration adds. It is
+// loop-invariant (adds nothing), a carried scalar stepped by a loop-invariant
+// amount, or the induction variable plus a loop-invariant amount or not.
+static bool movingOffset(const Op &forOp, const Value *v, std::vector<const Value *> &start,
+                         const Value *&delta) {
+  const Block &body = *forOp.regions[0];
+  if (!isDefinedIn(v, body)) {
+    start = {v};
+    delta = nullptr;
+    return true;
+  }
+  if (const Value *step = carriedStep(body, v)) {
+    start = {forOp.operand(2 + v->index)}; // its initial value
+    delta = step;
+    return true;
+  }
+  const Value *iv = body.args[0].get();
+  const Op *add = v->def;
+  if (v != iv && !(add && add->kind == OpKind::Add && add->parent == &body))
+    return false;
+  start = {forOp.operand(0)}; // the lower bound
+  delta = forOp.operand(2);
+  if (v == iv)
+    return true;
+  const Value *other = add->operand(0) == iv ? add->operand(1) : add->operand(0);
+  if ((add->operand(0) != iv && add->operand(1) != iv) || isDefinedIn(other, body))
+    return false;
+  start.push_back(other);
+  return true;
+}
+
 // Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined;
 // fills `s`. Its block pointer is carried and advanced by loop-invariant
 // amounts, or it is advance(p, offsets...) of a loop-invariant p with each
-// offset loop-invariant or a carried scalar stepped by a loop-invariant amount
-// (a tensor descriptor loaded at moving offsets).
+// offset moving as movingOffset allows (a tensor descriptor loaded at moving
+// offsets).
 static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &counts,
                               PipelinedLoad &s) {
   const Block &body = *forOp.regions[0];
@@ -124,17 +156,12 @@ static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &
   s.carried = -1;
   s.base = adv->operand(0);
   for (size_t d = 1; d < adv->operands.size(); ++d) {
-    const Value *offset = adv->operand(d);
-    if (!isDefinedIn(offset, body)) {
-      s.starts.push_back(offset);
-      s.deltas.push_back(nullptr);
-      continue;
-    }
-    const Value *step = carriedStep(body, offset);
-    if (!step)
+    std::vector<const Value *> start;
+    const Value *delta = nullptr;
+    if (!movingOffset(forOp, adv->operand(d), start, delta))
       return false;
-    s.starts.push_back(forOp.operand(2 + offset->index)); // its initial value
-    s.deltas.push_back(step);
+    s.starts.push_back(std::move(start));
+    s.deltas.push_back(delta);
   }
   return true;
 }
@@ -252,7 +279,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   for (auto &opPtr : body.ops) {
     const Op &dot = *opPtr;
     if (dot.kind != OpKind::Dot || !mmaLayout(dot) ||
-        dtypeBytes(dot.operand(0)->type.dtype) != 2 || dtypeBytes(dot.operand(1)->type.dtype) != 2)
+        dtypeBytes(dot.operand(0)->type.dtype) > 2 || dtypeBytes(dot.operand(1)->type.dtype) > 2)
       continue;
     dots.push_back(&dot);
     OperandTiles tiles = operandTiles(dot);
@@ -414,12 +441,12 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
       fresh.regs.push_back(b.reg(RegClass::B64));
       moveInto(*this, fresh.regs.back(), r, RegClass::B64);
     }
-    for (size_t d = 0; d < l.starts.size(); ++d) { // offsets of the first iteration
-      const Value *start = l.starts[d];
-      std::string off = castScalar(val(start).regs[0], start->type.dtype, DType::I64, false);
-      std::string &reg = fresh.regs[1 + 2 * l.starts.size() + d];
-      b.emit("add.s64 " + reg + ", " + reg + ", " + off);
-    }
+    for (size_t d = 0; d < l.starts.size(); ++d) // offsets of the first iteration
+      for (const Value *start : l.starts[d]) {
+        std::string off = castScalar(val(start).regs[0], start->type.dtype, DType::I64, false);
+        std::string &reg = fresh.regs[1 + 2 * l.starts.size() + d];
+        b.emit("add.s64 " + reg + ", " + reg + ", " + off);
+      }
     l.next = fresh;
   }
   for (int s = 0; s + 1 < p.stages; ++s) {
