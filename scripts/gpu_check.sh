@@ -7,6 +7,7 @@
 #   run(command="bash scripts/gpu_check.sh tests tutorials")  # several parts in one call
 #   run(command="bash scripts/gpu_check.sh language") # build + the wider language's benchmarks
 #   run(command="bash scripts/gpu_check.sh attention") # build + flash attention vs Triton
+#   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -63,6 +64,9 @@ if want attention; then  # flash attention against Triton and SDPA; tilec's PTX 
     $PY scripts/compare_triton.py attention --d $d --out /tmp/compare/d$d 2>&1 | tee -a "$OUT/compare.log"
   done
   tar -C /tmp -czf "$OUT/compare.tgz" compare
+fi
+if want training; then  # memory-bound training kernels, forward and backward, against Triton and torch
+  $PY benchmarks/training.py 2>&1 | tee "$OUT/training.log"
 fi
 if want bench language; then
   $PY benchmarks/language_ops.py 2>&1 | tee "$OUT/language_ops.log"

@@ -180,7 +180,9 @@ def test_matmul_fp8_inputs(rng, fmt, b_k_major, blocks):
                         c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                         num_warps=warps, num_stages=stages)
     ref = a.to(torch.float64) @ b.to(torch.float64)
-    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-3)
+    # Hopper's fp8 wgmma adds products at less than f32 precision (as in
+    # Triton and cuBLAS without their promotion): e4m3's wider products show it.
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=2e-3, atol=5e-2)
 
 
 @tilec.jit

@@ -62,10 +62,11 @@ void Lowering::lowerFor(const Op &op) {
   const Op &yield = *body.terminator();
   for (size_t k = 3; k < op.operands.size(); ++k) {
     TVal init = val(op.operand(k));
-    // The carried value's layout is the one the layout passes gave it; else a
-    // splat initial value takes the layout the loop body gives the value.
+    // The carried value's layout is the one the layout passes gave it (an
+    // initial value cheap to recompute is computed there); else a splat
+    // initial value takes the layout the loop body gives the value.
     if (const LayoutEncoding *e = layoutEncoding(body.args[k - 2]->type); e && init.isTensor())
-      init = convert(init, op.operand(k)->type.dtype, intern(e->layout));
+      init = materialize(op.operand(k), intern(e->layout));
     else if (init.uniform)
       if (const LinearLayout *want = preferredLayout(yield.operand(k - 3)))
         init = convert(init, op.operand(k)->type.dtype, want);

@@ -462,8 +462,17 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
     break;
   }
   case OpKind::Broadcast: {
+    // The source once per distinct element of a thread: the registers the
+    // projection folds onto others are copies, filled in by the conversion.
     const Value *src = def.operand(0);
-    TVal s = materialize(src, intern(projectLayout(*to, src->type.shape)));
+    LinearLayout once = projectLayout(*to, src->type.shape);
+    once.regs.erase(std::remove_if(once.regs.begin(), once.regs.end(),
+                                   [](const Coords &c) {
+                                     return std::all_of(c.begin(), c.end(),
+                                                        [](int64_t x) { return x == 0; });
+                                   }),
+                    once.regs.end());
+    TVal s = materialize(src, intern(once));
     out = convert(s, d, to);
     break;
   }
@@ -508,6 +517,13 @@ void Lowering::lowerShape(const Op &op) {
     const LinearLayout *to = layoutFor(op.result());
     if (src.isTensor() && src.layout->shape == t.shape && !layoutEncoding(t)) {
       bind(op.result(), src);
+      return;
+    }
+    // A source cheap to recompute is computed again where the result's
+    // registers need it, rather than moved there through shared memory.
+    if (src.isTensor() && !src.uniform && rematerializable(op.operand(0)) &&
+        registerOnlyConversion(*src.layout, projectLayout(*to, src.layout->shape)).empty()) {
+      bind(op.result(), materialize(op.result(), to));
       return;
     }
     bind(op.result(), convert(src, t.dtype, to));

@@ -9,6 +9,9 @@
 // `x - max(x)[:, None]` in the accumulator's registers: the broadcast of a
 // slice back into its parent layout moves no data.
 //
+// A pointer tensor a loop carries takes the layout of the load or store it
+// addresses, so that it is advanced where it is used.
+//
 // Where an op's operands arrive in different layouts, the one derived from a
 // dot wins over one derived from a load, and the others get an explicit
 // gpu.convert_layout, as do loop inits, yields and branch results that arrive
@@ -61,6 +64,24 @@ public:
       for (auto &r : op->results)
         if (layoutOf(r.get()))
           anchor_[r.get()] = op->kind == OpKind::Dot ? kDot : kLoad;
+    });
+  }
+
+  // A pointer tensor a loop carries takes the layout of the load (or of the
+  // value stored) it addresses: the loop then advances it in that layout, and
+  // its initial value is computed there (or converted once, before the loop).
+  void carriedPointers(Block &block) {
+    walk(block, [&](Op *op) {
+      const Value *like = op->kind == OpKind::Load    ? op->result()
+                          : op->kind == OpKind::Store ? op->operand(1)
+                                                      : nullptr;
+      if (!like || !layoutOf(like))
+        return;
+      Value *ptr = op->operand(0);
+      const Block *owner = ptr->owner;
+      if (ptr->type.isTensor() && !layoutOf(ptr) && owner && owner->parent &&
+          owner->parent->kind == OpKind::For && ptr->index > 0)
+        set(ptr, encodingOf(like), kLoad);
     });
   }
 
@@ -260,6 +281,7 @@ private:
 void propagateLayouts(Function &fn, const GpuOptions &) {
   Propagation p;
   p.seed(*fn.body);
+  p.carriedPointers(*fn.body);
   p.forward(*fn.body, /*fromInit=*/false);
   p.forward(*fn.body, /*fromInit=*/true);
   p.backward(*fn.body);
