@@ -377,11 +377,42 @@ def table(modules, dev, quick=False, only=None):
     return ratios, wrong
 
 
+def compiled_kernels(fn):
+    """The kernels a @jit function compiled so far, tilec's or Triton's."""
+    if hasattr(fn, "device_caches"):  # Triton: per device, (kernels by key, ...)
+        return [k for cache in fn.device_caches.values() for k in cache[0].values()]
+    return list(getattr(fn, "cache", {}).values())
+
+
+def kernel_stats(modules, ptx_dir=None):
+    """Per kernel and side: registers, spilled bytes and PTX lines of each
+    specialization compiled during the run (largest first); with ptx_dir,
+    each side's PTX is written there."""
+    print(f"{'kernel':<22} {'tilec regs/spills/lines':>28} {'triton regs/spills/lines':>28}")
+    names = sorted(n for n, f in vars(modules["tilec"]).items() if hasattr(f, "fn") and n.startswith("_"))
+    for name in names:
+        cells = []
+        for who in ("tilec", "triton"):
+            stats = []
+            for i, k in enumerate(compiled_kernels(getattr(modules[who], name))):
+                ptx = k.asm.get("ptx", "")
+                stats.append(f"{k.n_regs}/{k.n_spills}/{ptx.count(chr(10))}")
+                if ptx_dir:
+                    os.makedirs(ptx_dir, exist_ok=True)
+                    with open(os.path.join(ptx_dir, f"{name}.{i}.{who}.ptx"), "w") as f:
+                        f.write(ptx)
+            cells.append(" ".join(stats) or "-")
+        print(f"{name:<22} {cells[0]:>28} {cells[1]:>28}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="one shape of each kernel")
     parser.add_argument("--only", default=None, metavar="NAME",
                         help="the rows whose name contains NAME")
+    parser.add_argument("--stats", default=None, metavar="DIR", nargs="?", const="",
+                        help="then each kernel's registers, spills and PTX lines on both "
+                             "sides (and their PTX into DIR)")
     args = parser.parse_args()
     import triton
     modules = {"tilec": load_kernels("training_tilec", True, "training_kernels.py"),
@@ -391,6 +422,8 @@ def main():
     print(f"{'kernel':<28} {'tilec':>10} {'triton':>10} {'torch':>10} {'t/tri':>8} unit")
     torch.manual_seed(0)
     summary(*table(modules, "cuda", args.quick, args.only))
+    if args.stats is not None:
+        kernel_stats(modules, args.stats or None)
 
 
 if __name__ == "__main__":

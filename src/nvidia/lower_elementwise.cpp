@@ -194,8 +194,10 @@ static std::string floatBinary(Lowering &L, const Op &op, OpKind kind, DType d,
     return L.opReg("sub" + rn + s, rc, {a, c});
   case OpKind::Mul:
     return L.opReg("mul" + rn + s, rc, {a, c});
-  case OpKind::Div:
-    return L.opReg("div.rn" + s, rc, {a, c});
+  case OpKind::Div: // f32 as Triton divides (2 ulp), unless rounding exactly is asked for
+    return L.opReg(d == DType::F64 || op.strAttr("rounding") == "rn" ? "div.rn" + s
+                                                                     : std::string("div.full.f32"),
+                   rc, {a, c});
   case OpKind::Min:
     return L.opReg("min" + s, rc, {a, c});
   case OpKind::Max:

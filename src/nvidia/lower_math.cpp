@@ -26,7 +26,10 @@ struct FloatOps {
   std::string fma(const std::string &a, const std::string &b, const std::string &c) {
     return op("fma.rn", {a, b, c});
   }
-  std::string div(const std::string &a, const std::string &b) { return op("div.rn", {a, b}); }
+  // f32: 2 ulp, as Triton divides; the functions built on it allow that.
+  std::string div(const std::string &a, const std::string &b) {
+    return wide ? op("div.rn", {a, b}) : op("div.full.f32", {a, b});
+  }
   // c[0] + c[1] x + c[2] x^2 + ..., by Horner.
   std::string poly(const std::string &x, const std::vector<double> &c) {
     std::string acc = op("mov", {k(c.back())});

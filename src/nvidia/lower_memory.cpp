@@ -173,10 +173,10 @@ std::vector<std::string> Lowering::loadElements(const TVal &ptr, DType d, const 
       }
       b.emit(pred + "ld.global" + vecSuffix(words) + ".b32 " + braced(w) + ", " + addr);
       std::vector<std::string> elems = unpackWords(*this, w, d);
-      for (int j = 0; j < vec; ++j) {
+      for (int j = 0; j < vec; ++j) { // the mask is the same over a vector
         std::string e = elems[j];
         if (mask && other)
-          e = select(d, mask->regs[g + j], e, other->regs[g + j]);
+          e = select(d, mask->regs[g], e, other->regs[g + j]);
         out.push_back(e);
       }
       continue;
@@ -245,11 +245,14 @@ void Lowering::lowerLoad(const Op &op) {
   TVal mask, other;
   if (maskValue)
     mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
-  if (op.operands.size() > 2)
+  // A zero `other` is what the masked-off registers start as: no select.
+  bool hasOther = op.operands.size() > 2 && (!isZeroConstant(op.operand(2)) ||
+                                             std::signbit(op.operand(2)->def->floatAttr("value")));
+  if (hasOther)
     other = ptr.isTensor() ? materialize(op.operand(2), ptr.layout) : val(op.operand(2));
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
-  std::vector<std::string> regs = loadElements(ptr, d, maskValue ? &mask : nullptr,
-                                               op.operands.size() > 2 ? &other : nullptr, vec);
+  std::vector<std::string> regs =
+      loadElements(ptr, d, maskValue ? &mask : nullptr, hasOther ? &other : nullptr, vec);
   bind(op.result(), TVal{ptr.layout, regs});
 }
 
