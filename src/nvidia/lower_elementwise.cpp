@@ -39,6 +39,8 @@ std::string Lowering::toF32(const std::string &r, DType d) {
   case DType::F16:
     return opReg("cvt.f32.f16", RegClass::F32, {r});
   case DType::BF16: {
+    if (arch >= 90)
+      return opReg("cvt.f32.bf16", RegClass::F32, {r});
     std::string w = opReg("cvt.u32.u16", RegClass::B32, {r});
     w = opReg("shl.b32", RegClass::B32, {w, "16"});
     return opReg("mov.b32", RegClass::F32, {w});

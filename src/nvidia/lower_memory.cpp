@@ -95,6 +95,32 @@ int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, co
   return width;
 }
 
+// The addresses the vectors of `ptr` start at (registers 0, vec, 2 vec, ...)
+// that lie in register 0's contiguous run along the vector dim, rewritten as
+// register 0's address plus a constant: one live address instead of one per
+// vector. A register qualifies when it differs from register 0 only along
+// that dim, by bits no lane or warp sets there, within the run axis info proves.
+static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DType d, int vec) {
+  if (!ptr.isTensor() || ptr.uniform || ptr.regs.size() < 2)
+    return;
+  const LinearLayout &l = *ptr.layout;
+  int dim = vectorDim(l);
+  int64_t threadBits = 0;
+  for (const auto *bases : {&l.lanes, &l.warps})
+    for (const Coords &c : *bases)
+      threadBits |= c[dim];
+  int64_t run = axisInfoOf(L.axisInfo, ptrValue).contiguity[dim];
+  for (int r = vec; r < l.numRegs(); r += vec) {
+    Coords c = l.regCoords(r);
+    bool along = c[dim] > 0 && c[dim] < run && !(c[dim] & threadBits);
+    for (int k = 0; k < l.rank(); ++k)
+      along &= k == dim || c[k] == 0;
+    if (along)
+      ptr.regs[r] =
+          L.opReg("add.s64", RegClass::B64, {ptr.regs[0], imm(c[dim] * dtypeBytes(d))});
+  }
+}
+
 std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words,
                                      DType d) {
   std::vector<std::string> out;
@@ -239,7 +265,7 @@ void Lowering::storeElements(const TVal &ptr, DType d, const TVal &value, const 
 void Lowering::lowerLoad(const Op &op) {
   // A layout the coalescing pass chose; else the addresses'.
   const LayoutEncoding *e = layoutEncoding(op.result()->type);
-  const TVal ptr = e ? materialize(op.operand(0), intern(e->layout)) : val(op.operand(0));
+  TVal ptr = e ? materialize(op.operand(0), intern(e->layout)) : val(op.operand(0));
   DType d = op.result()->type.dtype;
   const Value *maskValue = op.operands.size() > 1 ? op.operand(1) : nullptr;
   TVal mask, other;
@@ -251,6 +277,7 @@ void Lowering::lowerLoad(const Op &op) {
   if (hasOther)
     other = ptr.isTensor() ? materialize(op.operand(2), ptr.layout) : val(op.operand(2));
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   std::vector<std::string> regs =
       loadElements(ptr, d, maskValue ? &mask : nullptr, hasOther ? &other : nullptr, vec);
   bind(op.result(), TVal{ptr.layout, regs});
@@ -271,6 +298,7 @@ void Lowering::lowerStore(const Op &op) {
   if (maskValue)
     mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
   int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   storeElements(ptr, d, value, maskValue ? &mask : nullptr, vec);
 }
 
