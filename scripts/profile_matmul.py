@@ -1,5 +1,6 @@
-"""One tilec fp16 matmul (4096^3, 128x128x32, 8 warps, 3 stages) for ncu to
-profile; also writes its cubin next to the output for cuobjdump."""
+"""One fp16 matmul (4096^3, CONFIG=BM,BN,BK,warps,stages, default 128x128x32
+w8 s3) by tilec, or by Triton with IMPL=triton, for ncu to profile; also
+writes its cubin and PTX (matmul-IMPL.*) to $OUT for cuobjdump."""
 
 import os
 import sys
@@ -7,7 +8,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import tilec.compat  # noqa: E402,F401  (Triton's tutorial kernel, run by tilec)
+IMPL = os.environ.get("IMPL", "tilec")
+if IMPL == "tilec":
+    import tilec.compat  # noqa: E402,F401  (Triton's tutorial kernel, run by tilec)
 import triton_kernels as k  # noqa: E402
 
 size = int(os.environ.get("SIZE", 4096))
@@ -22,6 +25,6 @@ for _ in range(3):
                                  num_stages=S)
 torch.cuda.synchronize()
 out = os.environ.get("OUT", "/tmp")
-open(os.path.join(out, "matmul.cubin"), "wb").write(kern.asm["cubin"])
-open(os.path.join(out, "matmul.ptx"), "w").write(kern.asm["ptx"])
-print("regs", kern.n_regs, "shared", kern.metadata.shared)
+open(os.path.join(out, f"matmul-{IMPL}.cubin"), "wb").write(kern.asm["cubin"])
+open(os.path.join(out, f"matmul-{IMPL}.ptx"), "w").write(kern.asm["ptx"])
+print(IMPL, "regs", kern.n_regs, "shared", kern.metadata.shared)

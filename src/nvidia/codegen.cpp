@@ -422,9 +422,12 @@ PtxKernel Lowering::run() {
       << ".version " << ptxVersion(text) << "\n.target " << opts.arch << "\n.address_size 64\n\n";
   ptx << b.globals();
   // Dynamic shared memory: pipeline stages, the scratch, resident tiles.
-  if (sharedBytes_ > 0 || pipelineBytes_ > 0 || residentBytes_ > 0)
+  if (sharedBytes_ > 0 || freeSharedBytes_ > 0 || pipelineBytes_ > 0 || residentBytes_ > 0)
     ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
-  int64_t residentStart = pipelineBytes_ + (sharedBytes_ + 1023) / 1024 * 1024;
+  // Resident tiles come after the stages and the scratch of pipelined loops,
+  // and after the scratch used elsewhere (which overlaps the stages).
+  int64_t scratchEnd = std::max(pipelineBytes_ + sharedBytes_, freeSharedBytes_);
+  int64_t residentStart = (scratchEnd + 1023) / 1024 * 1024;
   for (size_t at; (at = text.find("TILEC_PIPELINE_BYTES")) != std::string::npos;)
     text.replace(at, 20, std::to_string(pipelineBytes_));
   for (size_t at; (at = text.find("TILEC_RESIDENT_START")) != std::string::npos;)
@@ -435,8 +438,7 @@ PtxKernel Lowering::run() {
     ptx << ".maxnreg " << opts.maxRegisters << "\n";
   ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
-  out.sharedBytes = (int)(residentBytes_ ? residentStart + residentBytes_
-                                          : pipelineBytes_ + sharedBytes_);
+  out.sharedBytes = (int)(residentBytes_ ? residentStart + residentBytes_ : scratchEnd);
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -90,9 +90,17 @@ std::string Lowering::ownerPredicate(const LinearLayout *l) {
   return p;
 }
 
-// The scratch follows the pipeline stages; their size is known only once the
-// whole kernel is lowered, so the offset is a placeholder run() fills in.
+// While a pipelined loop runs, the scratch follows its stages; their size is
+// known only once the whole kernel is lowered, so the offset is a placeholder
+// run() fills in. Elsewhere the stages are drained and the scratch starts at 0.
 std::string Lowering::sharedBase() {
+  if (!pipelinesLive_) {
+    if (freeSharedBase_.empty()) {
+      freeSharedBase_ = b.reg(RegClass::B32);
+      b.emitPrologue("mov.u32 " + freeSharedBase_ + ", tilec_smem");
+    }
+    return freeSharedBase_;
+  }
   if (sharedBase_.empty()) {
     sharedBase_ = b.reg(RegClass::B32);
     b.emitPrologue("mov.u32 " + sharedBase_ + ", tilec_smem");
@@ -128,7 +136,8 @@ void Lowering::needPipelineShared(int64_t bytes) {
 
 void Lowering::needShared(int64_t bytes) {
   sharedBase();
-  sharedBytes_ = std::max(sharedBytes_, bytes);
+  int64_t &need = pipelinesLive_ ? sharedBytes_ : freeSharedBytes_;
+  need = std::max(need, bytes);
 }
 
 Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTile &t,
@@ -188,7 +197,7 @@ void Lowering::barrier() { b.emit("bar.sync 0"); }
 SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
                                    const std::vector<int64_t> &strides, int bytes, int64_t start) {
   // This thread's part of the address, computed once per layout and strides.
-  std::string key = l->str() + "/" + std::to_string(bytes);
+  std::string key = l->str() + "/" + std::to_string(bytes) + "@" + sharedBase();
   for (int64_t s : strides)
     key += "," + std::to_string(s);
   auto it = sharedThreadAddrs_.find(key);

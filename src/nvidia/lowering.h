@@ -370,7 +370,11 @@ private:
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
-  std::string sharedBase_, pipelineBase_, residentBase_;
+  // The scratch: after the pipeline stages while a pipelined loop runs, else
+  // over them (they are drained then); sized separately.
+  std::string sharedBase_, freeSharedBase_, pipelineBase_, residentBase_;
+  int pipelinesLive_ = 0;
+  int64_t freeSharedBytes_ = 0;
   int64_t residentBytes_ = 0, residentTop_ = 0; // the most in use at once; in use now
   std::map<std::pair<const Value *, int>, std::string> residentOperands_;
   std::vector<std::pair<const Value *, int>> residentStaged_; // in staging order

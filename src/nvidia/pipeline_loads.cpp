@@ -427,6 +427,9 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
 
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
   needPipelineShared(p.totalBytes);
+  if (freeSharedBytes_ > 0) // scratch outside pipelined loops overlaps the stages
+    barrier();
+  ++pipelinesLive_; // the scratch keeps off the stages from here
   p.ivValue = forOp.regions[0]->args[0].get();
   std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
   int64_t step = forOp.operand(2)->def->intAttr("value");
@@ -562,8 +565,8 @@ void Lowering::endPipeline(Pipeline &p) {
   if (p.asyncDot || !p.deferred.empty())
     b.emit("wgmma.wait_group.sync.aligned 0");
   b.emit("cp.async.wait_group 0");
-  barrier();
-  (void)p;
+  barrier(); // the stages are free: the scratch may use them again
+  --pipelinesLive_;
 }
 
 } // namespace tilec::nvidia
