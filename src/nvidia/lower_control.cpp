@@ -103,7 +103,14 @@ void Lowering::lowerFor(const Op &op) {
   for (size_t k = 0; k < carried.size(); ++k)
     bind(body.args[k + 1].get(), carried[k]);
   lowerBlock(body);
-  parallelMove(*this, carried, operandsFrom(*body.terminator(), 0));
+  std::vector<TVal> moved;
+  std::vector<const Value *> yielded;
+  for (size_t k = 0; k < carried.size(); ++k)
+    if (!pipeline || !pipeline->frozen.count((int)k)) {
+      moved.push_back(carried[k]);
+      yielded.push_back(body.terminator()->operand(k));
+    }
+  parallelMove(*this, moved, yielded);
   if (pipeline)
     endIteration(*pipeline);
   b.emit(std::string("add") + s + " " + iv + ", " + iv + ", " + step);

@@ -83,6 +83,9 @@ struct Pipeline {
   // registers (which carried value: the map's), and that wgmma's wait covers
   // them. With any, the next stage's copies go out at the iteration's end.
   std::map<const Op *, int> deferred;
+  // Loop-carried (block) pointers that only the copied loads read: the loop
+  // no longer advances them (the copies keep their own), nor moves them.
+  std::set<int> frozen;
   int64_t totalBytes = 0, step = 0;
   std::string readSlot, writeSlot, ub, iv;
   const Value *ivValue = nullptr; // the loop's induction variable

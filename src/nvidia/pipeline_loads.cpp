@@ -340,6 +340,23 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
+  // A carried pointer read only by its copied load and by its own advance,
+  // which only the yield reads, and unused after the loop, is left alone.
+  for (const PipelinedLoad &l : p->loads) {
+    if (l.carried < 0)
+      continue;
+    const Value *arg = body.args[l.carried + 1].get();
+    const Value *next = body.terminator()->operand(l.carried);
+    auto after = counts.find(forOp.result(l.carried));
+    bool unusedAfter = after == counts.end() || after->second == 0;
+    auto argUses = counts.find(arg);
+    if (next->def && next->def->parent == &body && next->def->operand(0) == arg &&
+        argUses != counts.end() && argUses->second == 2 && usedOnce(counts, next) &&
+        unusedAfter) {
+      skipped.insert(next->def);
+      p->frozen.insert(l.carried);
+    }
+  }
   return p;
 }
 
