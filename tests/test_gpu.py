@@ -178,6 +178,40 @@ def test_tuple_arguments_on_the_fast_path_and_in_the_interpreter(monkeypatch):
     assert k3.metadata.backend == "cpu" and torch.equal(out, x + y)
 
 
+@tilec.jit
+def desc_double_kernel(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    dst.store([pm * BM, pn * BN], src.load([pm * BM, pn * BN]) * 2)
+
+
+@needs_gpu
+def test_host_tensor_descriptors_on_the_fast_path(monkeypatch):
+    """Host TensorDescriptors (tutorial 06's) launch through the C++ fast path,
+    keyed by block shape, padding and the sizes' and strides' divisibility."""
+    torch = torch_cuda()
+    from tilec.runtime import launch
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+
+    def run(rows, cols, block):
+        x = torch.randn(rows, cols, device="cuda")
+        y = torch.zeros_like(x)
+        grid = (tilec.cdiv(rows, block[0]), tilec.cdiv(cols, block[1]))
+        k = desc_double_kernel[grid](TensorDescriptor.from_tensor(x, block),
+                                     TensorDescriptor.from_tensor(y, block), BM=block[0],
+                                     BN=block[1])
+        assert torch.equal(y, x * 2)
+        return k
+
+    k1 = run(64, 96, [16, 32])
+    slow = launch.run_kernel
+    monkeypatch.setattr(launch, "run_kernel", lambda *a: pytest.fail("took the slow path"))
+    assert run(128, 64, [16, 32]) is k1  # other tensors and sizes, the same specialization
+    monkeypatch.setattr(launch, "run_kernel", slow)
+    k3 = run(50, 96, [16, 32])  # 50 rows: not a multiple of 16
+    k4 = run(64, 96, [32, 32])  # another block shape
+    assert k3 is not k1 and k4 is not k1 and k4 is not k3
+
+
 @needs_gpu
 def test_launch_on_a_side_stream():
     torch = torch_cuda()

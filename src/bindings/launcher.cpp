@@ -139,6 +139,36 @@ struct Torch {
 };
 Torch torch;
 
+// tilec's host TensorDescriptor type, once its module is loaded.
+PyObject *descriptorType() {
+  static PyObject *type = nullptr;
+  if (!type) {
+    nb::dict modules = nb::borrow<nb::dict>(nb::module_::import_("sys").attr("modules"));
+    const char *name = "tilec.tools.tensor_descriptor";
+    if (!modules.contains(name))
+      return nullptr;
+    type = nb::getattr(modules[name], "TensorDescriptor", nb::none()).ptr();
+    Py_INCREF(type);
+  }
+  return type == Py_None ? nullptr : type;
+}
+
+// Appends the ints of list `l` to `out`; false unless all are plain ints.
+bool intsOf(nb::handle l, std::vector<int64_t> &out) {
+  if (!PyList_Check(l.ptr()) && !PyTuple_Check(l.ptr()))
+    return false;
+  nb::sequence seq = nb::borrow<nb::sequence>(l);
+  for (nb::handle v : seq) {
+    if (!PyLong_CheckExact(v.ptr()))
+      return false;
+    int overflow = 0;
+    out.push_back(PyLong_AsLongLongAndOverflow(v.ptr(), &overflow));
+    if (overflow)
+      return false;
+  }
+  return true;
+}
+
 // The value inside a tl.constexpr (ours or Triton's), or the value itself.
 nb::object unwrapConstexpr(nb::handle v) {
   PyTypeObject *t = Py_TYPE(v.ptr());
@@ -221,8 +251,13 @@ bool Launcher::keyOf(size_t i, nb::handle v, std::string &key, std::vector<uint6
     runtime.push_back(bits);
     return true;
   }
-  if (!torch.load() || !PyObject_TypeCheck(o, (PyTypeObject *)torch.tensorType))
+  if (!torch.load())
     return false;
+  if (!PyObject_TypeCheck(o, (PyTypeObject *)torch.tensorType)) {
+    PyObject *desc = descriptorType();
+    return desc && PyObject_TypeCheck(o, (PyTypeObject *)desc) &&
+           descriptorKey(i, v, key, runtime, device);
+  }
   PyObject *devObj = callMethod(o, names().getDevice);
   if (!devObj) {
     PyErr_Clear();
@@ -246,6 +281,36 @@ bool Launcher::keyOf(size_t i, nb::handle v, std::string &key, std::vector<uint6
   Py_XDECREF(dtype);
   key += ptr % 16 == 0 ? 'A' : 'u';
   runtime.push_back(ptr);
+  return true;
+}
+
+// A host TensorDescriptor, keyed as _args.specialize specializes it: its
+// base tensor, padding and block shape, and which sizes and strides are
+// multiples of 16 (strides of 1 too); passed as base, sizes, strides.
+bool Launcher::descriptorKey(size_t i, nb::handle d, std::string &key,
+                             std::vector<uint64_t> &runtime, int &device) {
+  nb::object base = d.attr("base"), padding = d.attr("padding");
+  std::vector<int64_t> block, shape, strides;
+  if (!PyUnicode_CheckExact(padding.ptr()) || !intsOf(d.attr("block_shape"), block) ||
+      !intsOf(d.attr("shape"), shape) || !intsOf(d.attr("strides"), strides) ||
+      shape.size() != strides.size() || shape.size() != block.size())
+    return false;
+  std::string pad = nb::cast<std::string>(padding);
+  if (pad != "zero" && pad != "nan")
+    return false; // the slow path says why
+  key += 'd';
+  if (!PyObject_TypeCheck(base.ptr(), (PyTypeObject *)torch.tensorType) ||
+      !keyOf(i, base, key, runtime, device))
+    return false;
+  key += pad[0];
+  for (int64_t b : block)
+    appendInt(key, b);
+  for (size_t k = 0; k < shape.size() + strides.size(); ++k) {
+    int64_t v = k < shape.size() ? shape[k] : strides[k - shape.size()];
+    bool stride = k >= shape.size();
+    key += specialize_[i] && stride && v == 1 ? '1' : specialize_[i] && v % 16 == 0 ? '6' : '_';
+    runtime.push_back((uint64_t)v);
+  }
   return true;
 }
 

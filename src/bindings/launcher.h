@@ -37,6 +37,8 @@ private:
   };
   bool bind(nanobind::tuple args, nanobind::dict kwargs, std::vector<nanobind::handle> &values,
             nanobind::dict &options);
+  bool descriptorKey(size_t i, nanobind::handle d, std::string &key,
+                     std::vector<uint64_t> &runtime, int &device);
   bool keyOf(size_t i, nanobind::handle v, std::string &key, std::vector<uint64_t> &runtime,
              int &device);
   bool makeKey(nanobind::tuple args, nanobind::dict kwargs, Call &call);
