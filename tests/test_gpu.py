@@ -592,6 +592,22 @@ def loop_bodies(ptx):
 
 
 @needs_ptxas
+def test_loads_feeding_two_dots_are_pipelined_once():
+    """q^T and do of attention backward's dk/dv loop each feed one dot as
+    loaded and another transposed: one cp.async copy into a tile both read."""
+    import test_kernels
+    sig = {"K": "*fp16", "V": "*fp16", "Q": "*fp16", "DO": "*fp16", "DK": "*fp32", "DV": "*fp32",
+           "N": "i32"}
+    k = tilec.compile(test_kernels.dkdv_loop_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, constexprs={"D": 64, "BM": 32, "BN": 64},
+                      divisible_by_16=["K", "V", "Q", "DO", "DK", "DV", "N"])
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert body.count("cp.async.cg.shared.global") == 4  # 2 tiles of 32x64 fp16, 128 threads
+    assert "ld.global" not in body and "st.shared" not in body and "ld.shared" not in body
+    assert body.count("wgmma.mma_async") >= 4
+
+
+@needs_ptxas
 @pytest.mark.parametrize("kernel_name", ["attn_block_ptr_kernel", "attn_descriptor_kernel"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_loop_moves_data_only_through_pipelined_copies(kernel_name, causal):

@@ -700,6 +700,49 @@ def test_flash_attention_fp8(rng, causal, BM, BN, N):
     np.testing.assert_allclose(out.to(torch.float32).numpy(), ref, atol=0.1, rtol=0.1)
 
 
+# Attention backward's dk/dv loop: q^T and do each feed two dots, once as
+# loaded and once transposed; both are copied once per step into a tile
+# both dots read.
+@tilec.jit
+def dkdv_loop_kernel(K, V, Q, DO, DK, DV, N, D: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr):
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    rm = tl.arange(0, BM)
+    k = tl.load(K + rn[:, None] * D + rd[None, :])
+    v = tl.load(V + rn[:, None] * D + rd[None, :])
+    dk = tl.zeros([BN, D], tl.float32)
+    dv = tl.zeros([BN, D], tl.float32)
+    qT_ptrs = Q + rm[None, :] * D + rd[:, None]
+    do_ptrs = DO + rm[:, None] * D + rd[None, :]
+    for _ in range(0, N, BM):
+        qT = tl.load(qT_ptrs)
+        pT = tl.math.exp2(tl.dot(k, qT) * 0.125)
+        do = tl.load(do_ptrs)
+        dv += tl.dot(pT.to(tl.float16), do)
+        dpT = tl.dot(v, tl.trans(do))
+        dk += tl.dot((pT * dpT).to(tl.float16), tl.trans(qT))
+        qT_ptrs += BM * D
+        do_ptrs += BM * D
+    tl.store(DK + rn[:, None] * D + rd[None, :], dk)
+    tl.store(DV + rn[:, None] * D + rd[None, :], dv)
+
+
+def test_dkdv_loop_with_loads_feeding_two_dots(rng):
+    N, D, BM, BN = 96, 64, 32, 64
+    k, v = (rng.standard_normal((BN, D)).astype(np.float16) * 0.5 for _ in range(2))
+    q, do = (rng.standard_normal((N, D)).astype(np.float16) * 0.5 for _ in range(2))
+    dk, dv = np.zeros((BN, D), np.float32), np.zeros((BN, D), np.float32)
+    dkdv_loop_kernel[(1,)](k, v, q, do, dk, dv, N, D=D, BM=BM, BN=BN, num_warps=4,
+                           num_stages=3)
+    f = lambda x: x.astype(np.float32)  # noqa: E731
+    pT = np.exp2(f(k) @ f(q).T * 0.125)
+    ref_dv = f(pT.astype(np.float16)) @ f(do)
+    ref_dk = f((pT * (f(v) @ f(do).T)).astype(np.float16)) @ f(q)
+    np.testing.assert_allclose(dv, ref_dv, rtol=2e-2, atol=0.5)
+    np.testing.assert_allclose(dk, ref_dk, rtol=2e-2, atol=0.5)
+
+
 # Two loops use one loop-invariant dot operand (staged once into shared memory
 # before a loop); the first runs only under a condition, so the second must not
 # rely on the first's staging.

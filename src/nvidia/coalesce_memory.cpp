@@ -1,9 +1,8 @@
 // The coalescing pass, as Triton's: the addresses of a load or store are
 // ordered by how far axis info proves them contiguous along each dim, and the
 // access gets a blocked layout with that order, each thread holding a vector
-// along the most contiguous dim. A load whose order is not row-major gets the
-// layout as the encoding of its result (row-major ones keep the kernel's
-// default layout, which is the same). A store's value is moved into the layout
+// along the most contiguous dim. A load gets the layout as the encoding of
+// its result, so that its users (a trans, a dot reading it) know it. A store's value is moved into the layout
 // by a gpu.convert_layout, so that a dot's accumulator, whose fragments are
 // narrow, goes out in 16-byte vectors; a value already in the layout makes the
 // conversion free. A conversion that moves data goes through shared memory
@@ -93,8 +92,7 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
         "blocked", blockedLayout(ptr.shape, defaultVector(ptr.shape, minBytes, opts.numWarps),
                                  opts.numWarps, order));
     if (op->kind == OpKind::Load) {
-      if (order[0] != ptr.rank() - 1)
-        op->result()->type = op->result()->type.withEncoding(e);
+      op->result()->type = op->result()->type.withEncoding(e);
       continue;
     }
     convertStoredValue(op, 1, e);

@@ -212,6 +212,15 @@ LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &sh
   return out;
 }
 
+LinearLayout withoutRegisterCopies(const LinearLayout &l) {
+  LinearLayout out = l;
+  out.regs.clear();
+  for (const Coords &c : l.regs)
+    if (std::any_of(c.begin(), c.end(), [](int64_t x) { return x != 0; }))
+      out.regs.push_back(c);
+  return out;
+}
+
 LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
   auto insert = [&](Coords c) {
     c.insert(c.begin() + axis, 0);

@@ -61,6 +61,9 @@ LinearLayout expandDimsLayout(const LinearLayout &l, int axis);
 // `l` seen from a tensor of `shape` whose size-1 dims are broadcast in `l`
 // (what a broadcast to `l` reads its operand in without moving data).
 LinearLayout projectLayout(const LinearLayout &l, const std::vector<int64_t> &shape);
+// `l` with its zero register bases dropped: each element once per thread
+// (a register-only conversion gives back the copies).
+LinearLayout withoutRegisterCopies(const LinearLayout &l);
 // Result dim i is operand dim order[i].
 LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &order);
 // Row-major order kept: each basis is re-read as a flat index.

@@ -474,14 +474,7 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
     // The source once per distinct element of a thread: the registers the
     // projection folds onto others are copies, filled in by the conversion.
     const Value *src = def.operand(0);
-    LinearLayout once = projectLayout(*to, src->type.shape);
-    once.regs.erase(std::remove_if(once.regs.begin(), once.regs.end(),
-                                   [](const Coords &c) {
-                                     return std::all_of(c.begin(), c.end(),
-                                                        [](int64_t x) { return x == 0; });
-                                   }),
-                    once.regs.end());
-    TVal s = materialize(src, intern(once));
+    TVal s = materialize(src, intern(withoutRegisterCopies(projectLayout(*to, src->type.shape))));
     out = convert(s, d, to);
     break;
   }

@@ -72,8 +72,6 @@ static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &count
   if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
       isDefinedIn(next->operand(1), body))
     return false;
-  if (!usedOnce(counts, load.result()))
-    return false;
   s.load = &load;
   s.carried = carried;
   s.delta = next->operand(1);
@@ -135,7 +133,7 @@ static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &
   const Block &body = *forOp.regions[0];
   const Value *bp = load.operand(0);
   bool checked = !load.intsAttr("boundary_check").empty();
-  if ((checked && load.strAttr("padding") == "nan") || !usedOnce(counts, load.result()))
+  if (checked && load.strAttr("padding") == "nan")
     return false; // the copies zero-fill
   s.load = &load;
   if (bp->owner == &body && bp->index > 0) {
@@ -278,28 +276,83 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   std::vector<const Op *> dots;
   for (auto &opPtr : body.ops) {
     const Op &dot = *opPtr;
-    if (dot.kind != OpKind::Dot || !mmaLayout(dot) ||
-        dtypeBytes(dot.operand(0)->type.dtype) > 2 || dtypeBytes(dot.operand(1)->type.dtype) > 2)
-      continue;
-    dots.push_back(&dot);
-    OperandTiles tiles = operandTiles(dot);
+    if (dot.kind == OpKind::Dot && mmaLayout(dot) &&
+        dtypeBytes(dot.operand(0)->type.dtype) <= 2 && dtypeBytes(dot.operand(1)->type.dtype) <= 2)
+      dots.push_back(&dot);
+  }
+  // Each use of a load a dot reads: the dot and operand, and whether through a trans.
+  struct Use {
+    const Op *dot;
+    int operand;
+    bool viaTrans;
+  };
+  std::map<const Op *, std::vector<Use>> loadUses;
+  std::vector<const Op *> loadOrder;
+  for (const Op *dot : dots)
     for (int i = 0; i < 2; ++i) {
-      const Op *def = dot.operand(i)->def;
+      const Op *def = dot->operand(i)->def;
       // A transposed load (k = desc.load(...).T) is copied transposed.
-      bool viaTrans = def && def->kind == OpKind::Trans && def->parent == &body &&
-                      usedOnce(counts, def->result());
+      bool viaTrans = def && def->kind == OpKind::Trans && def->parent == &body;
       if (viaTrans)
         def = def->operand(0)->def;
-      if (!def || def->parent != &body || pipelinedLoads.count(def))
+      if (!def || def->parent != &body || pipelinedLoads.count(def) ||
+          (def->kind != OpKind::Load && def->kind != OpKind::LoadBlock))
         continue;
+      if (!loadUses.count(def))
+        loadOrder.push_back(def);
+      loadUses[def].push_back({dot, i, viaTrans});
+    }
+  // Uses of a value the dots account for (a trans counts for its own users).
+  auto dotUses = [&](const Value *v) {
+    int n = 0;
+    for (const Op *dot : dots)
+      for (int i = 0; i < 2; ++i)
+        n += dot->operand(i) == v;
+    return n;
+  };
+  for (const Op *def : loadOrder) {
+    // Every use is a dot operand, directly or through a trans only dots read,
+    // and each reads the same tile the same way round.
+    const std::vector<Use> &us = loadUses[def];
+    int direct = 0;
+    std::set<const Op *> transes;
+    bool ok = true, first = true;
+    SharedTile tile;
+    bool transposed = false;
+    for (const Use &u : us) {
+      OperandTiles tiles = operandTiles(*u.dot);
+      const SharedTile &t = u.operand == 0 ? tiles.a : tiles.b;
+      bool tr = (u.operand == 1 && !tiles.bKRows) != u.viaTrans;
+      if (u.viaTrans) {
+        const Op *trans = u.dot->operand(u.operand)->def;
+        transes.insert(trans);
+      } else {
+        ++direct;
+      }
+      if (!first && (tr != transposed || t.rows != tile.rows || t.rowBytes != tile.rowBytes ||
+                     t.swizzle != tile.swizzle))
+        ok = false;
+      tile = t;
+      transposed = tr;
+      first = false;
+    }
+    auto total = [&](const Value *v) {
+      auto it = counts.find(v);
+      return it == counts.end() ? 0 : it->second;
+    };
+    for (const Op *trans : transes)
+      ok &= total(trans->result()) == dotUses(trans->result());
+    ok &= total(def->result()) == direct + (int)transes.size();
+    if (!ok)
+      continue;
+    {
       PipelinedLoad l;
       bool ok = def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
-                : def->kind == OpKind::Load    ? pipelineable(forOp, *def, counts, l)
-                                               : false;
+                                               : pipelineable(forOp, *def, counts, l);
       if (!ok)
         continue;
-      l.tile = i == 0 ? tiles.a : tiles.b;
-      l.transposed = (i == 1 && !tiles.bKRows) != viaTrans;
+      l.tile = tile;
+      l.transposed = transposed;
       l.bytes = dtypeBytes(def->result()->type.dtype);
       l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
       const TVal &ptr = l.carried >= 0 ? carried[l.carried] : val(l.base);
@@ -311,7 +364,8 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       }
       if (!copyable(*this, l, ptr))
         continue;
-      p->wgmma |= wgmmaLayout(dot) != nullptr;
+      for (const Use &u : us)
+        p->wgmma |= wgmmaLayout(*u.dot) != nullptr;
       p->loads.push_back(std::move(l));
     }
   }

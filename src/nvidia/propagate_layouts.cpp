@@ -31,6 +31,8 @@ namespace {
 
 using EncodingPtr = std::shared_ptr<const LayoutEncoding>;
 
+constexpr int64_t kSmallLoadBytes = 1024;
+
 // How strongly a value holds its layout: values derived from a dot's
 // accumulator hold it over values derived from loads.
 enum Anchor { kNone = 0, kLoad = 1, kDot = 2 };
@@ -109,7 +111,8 @@ public:
   // A cheap value computed only to feed an op in another layout (a causal
   // mask added to an accumulator) is computed in that layout instead: the
   // layout goes back through its chain of single-use elementwise ops,
-  // broadcasts, expand_dims, splats and ranges of this block.
+  // broadcasts, expand_dims, splats and ranges of this block, and into a
+  // small load at its start.
   void rematerialize(Block &block) {
     UseCounts counts = countUses(block);
     walkBlock(block, [&](Op &op) {
@@ -152,23 +155,37 @@ private:
   void pushBack(Value *v, const EncodingPtr &e, const UseCounts &counts, const Block *block) {
     Op *def = v->def;
     auto uses = counts.find(v);
-    if (!v->type.isTensor() || layoutOf(v) || !def || def->parent != block ||
-        uses == counts.end() || uses->second != 1)
+    if (!v->type.isTensor() || !def || def->parent != block || uses == counts.end() ||
+        uses->second != 1)
+      return;
+    // Already there: the chain above it may still need the layout.
+    const LinearLayout *now = layoutOf(v);
+    bool same = now && *now == e->layout;
+    // A small load (a row of statistics broadcast over an accumulator) is
+    // loaded straight in the layout its user needs, copies and all.
+    if (def->kind == OpKind::Load && !same &&
+        v->type.numel() * std::max(dtypeBytes(v->type.dtype), 1) <= kSmallLoadBytes) {
+      set(v, e, kLoad);
+      return;
+    }
+    if (now && !same && !fromSmallLoad(v, counts, block))
       return;
     bool leaf = def->kind == OpKind::Splat || def->kind == OpKind::MakeRange ||
                 def->kind == OpKind::Constant;
     bool pure = def->has(ELEMENTWISE) && def->has(PURE);
     if (!leaf && !pure && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims)
       return;
-    set(v, e, kNone);
+    if (!same)
+      set(v, e, kNone);
     if (pure)
       for (Value *o : def->operands)
         pushBack(o, e, counts, block);
     const LinearLayout &l = e->layout;
-    if (def->kind == OpKind::Broadcast)
+    if (def->kind == OpKind::Broadcast) // the operand once per thread, copied by the broadcast
       pushBack(def->operand(0),
                std::make_shared<LayoutEncoding>(
-                   "linear", projectLayout(l, def->operand(0)->type.shape)),
+                   "linear",
+                   withoutRegisterCopies(projectLayout(l, def->operand(0)->type.shape))),
                counts, block);
     if (def->kind == OpKind::ExpandDims)
       pushBack(def->operand(0),
@@ -177,6 +194,35 @@ private:
                counts, block);
   }
 
+
+  // Whether `v` is a small load, or a single-use chain of views and cheap
+  // math in `block` down to one (so that it may take another layout whole).
+  bool fromSmallLoad(const Value *v, const UseCounts &counts, const Block *block) {
+    const Op *def = v->def;
+    auto uses = counts.find(v);
+    if (!v->type.isTensor() || !def || def->parent != block || uses == counts.end() ||
+        uses->second != 1)
+      return false;
+    if (def->kind == OpKind::Load)
+      return v->type.numel() * std::max(dtypeBytes(v->type.dtype), 1) <= kSmallLoadBytes;
+    bool view = def->kind == OpKind::Broadcast || def->kind == OpKind::ExpandDims;
+    if (!view && !(def->has(ELEMENTWISE) && def->has(PURE)))
+      return false;
+    bool any = false;
+    for (const Value *o : def->operands) {
+      if (!o->type.isTensor())
+        continue;
+      const Op *od = o->def;
+      bool leaf = od && (od->kind == OpKind::Splat || od->kind == OpKind::Constant ||
+                         od->kind == OpKind::MakeRange);
+      if (leaf)
+        continue;
+      if (!fromSmallLoad(o, counts, block))
+        return false;
+      any = true;
+    }
+    return any;
+  }
 
   template <typename F> void walkBlock(Block &block, F &&fn) {
     walk(block, [&](Op *op) { fn(*op); });
@@ -287,6 +333,7 @@ void propagateLayouts(Function &fn, const GpuOptions &) {
   p.backward(*fn.body);
   p.rematerialize(*fn.body);
   p.insertConversions(*fn.body);
+  p.rematerialize(*fn.body); // loop inits (pointer chains) computed where the loop wants them
 }
 
 } // namespace tilec::nvidia
