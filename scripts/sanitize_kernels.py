@@ -1,4 +1,5 @@
-"""The core kernels (vector add, softmax, matmul, layer norm, flash attention) on
+"""The core kernels (vector add, softmax, matmul, layer norm, flash attention fp16 and
+fp8, an attention-backward loop) on
 the GPU, at odd sizes with masks, for compute-sanitizer to watch. Prints 'ok'
 when all match."""
 
@@ -65,5 +66,23 @@ for kernel in (test_kernels.attn_block_ptr_kernel, test_kernels.attn_descriptor_
         ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                                                scale=0.125)
         assert torch.allclose(o, ref, atol=1e-2), (kernel.__name__, causal, (o - ref).abs().max())
+
+# fp8 attention as tutorial 06 writes it (fp8 wgmma, p from registers through
+# shuffles), and attention backward's dk/dv loop (loads feeding two dots each)
+q8, k8, v8 = (t.to(torch.float8_e5m2) for t in (q, k, v))
+o = torch.empty(heads, N, D, device=dev, dtype=torch.float16)
+test_kernels.attn_fp8_kernel[(N // 128, heads)](q8, k8, v8.transpose(1, 2).contiguous(), o, 0.125,
+                                                N, D=D, BM=128, BN=64, CAUSAL=True,
+                                                num_warps=4, num_stages=3)
+ref = torch.nn.functional.scaled_dot_product_attention(q8.half(), k8.half(), v8.half(),
+                                                       is_causal=True, scale=0.125)
+assert torch.allclose(o, ref, atol=0.1), (o - ref).abs().max()
+kb, vb = (torch.randn(64, D, device=dev, dtype=torch.float16) * 0.5 for _ in range(2))
+qb, dob = (torch.randn(96, D, device=dev, dtype=torch.float16) * 0.5 for _ in range(2))
+dk, dv = (torch.empty(64, D, device=dev) for _ in range(2))
+test_kernels.dkdv_loop_kernel[(1,)](kb, vb, qb, dob, dk, dv, 96, D=D, BM=32, BN=64, num_warps=4,
+                                    num_stages=3)
+pT = torch.exp2(kb.float() @ qb.float().T * 0.125)
+assert torch.allclose(dv, pT.half().float() @ dob.float(), rtol=2e-2, atol=0.5)
 torch.cuda.synchronize()
 print("ok")
