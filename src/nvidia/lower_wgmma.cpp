@@ -239,6 +239,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   // refilled); this one runs on while the loop goes on.
   if (!deferred) // a deferred one is waited for by the loop's next synchronous wgmma
     b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
+  if (!deferred && !async)
+    issueAfterSyncDot(op);
   bindAccumulator(op, accLayout, acc, false);
 }
 

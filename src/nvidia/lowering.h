@@ -90,6 +90,7 @@ struct Pipeline {
   std::string readSlot, writeSlot, ub, iv;
   const Value *ivValue = nullptr; // the loop's induction variable
   bool waited = false;
+  bool issued = false; // this iteration's copies ahead went out (after the first synchronous dot)
 };
 
 // The shared tiles a tensor-core dot reads its operands from: A as [M][K];
@@ -331,6 +332,10 @@ public:
   // defers the wait of `dot`, if any.
   Pipeline *asyncPipeline(const Op &dot);
   Pipeline *deferringPipeline(const Op &dot);
+  // After a synchronous wgmma of a loop with deferred dots: the previous
+  // iteration's deferred dots are done, so the copies ahead go out now,
+  // overlapping the rest of the iteration, rather than at its end.
+  void issueAfterSyncDot(const Op &dot);
   void endPipeline(Pipeline &p);
   // Loop-invariant dot operands (attention's q) staged once, before the loop,
   // in tiles of their own that live to the kernel's end; and the shared tile

@@ -619,11 +619,24 @@ Pipeline *Lowering::deferringPipeline(const Op &dot) {
   return nullptr;
 }
 
+void Lowering::issueAfterSyncDot(const Op &dot) {
+  for (auto &[load, p] : pipelinedLoads) {
+    if (load->parent != dot.parent || p->deferred.empty() || p->deferred.count(&dot) ||
+        !p->waited || p->issued)
+      continue;
+    barrier(); // every warpgroup's deferred dots of the last iteration are done: their slots are free
+    issueAhead(*this, *p, p->iv);
+    p->issued = true;
+    return;
+  }
+}
+
 void Lowering::endIteration(Pipeline &p) {
-  if (p.asyncDot || !p.deferred.empty()) { // every warpgroup's previous group is done: its slot is free
+  if ((p.asyncDot || !p.deferred.empty()) && !p.issued) { // every warpgroup's previous group is done: its slot is free
     barrier();
     issueAhead(*this, p, p.iv);
   }
+  p.issued = false;
   for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
     std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
     std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
