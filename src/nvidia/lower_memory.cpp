@@ -3,6 +3,7 @@
 // mask constant, and block pointers lowered to addresses and masks.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "nvidia/lowering.h"
@@ -109,7 +110,7 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
   for (const auto *bases : {&l.lanes, &l.warps})
     for (const Coords &c : *bases)
       threadBits |= c[dim];
-  int64_t run = axisInfoOf(L.axisInfo, ptrValue).contiguity[dim];
+  int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(L.axisInfo, ptrValue).contiguity[dim]));
   for (int r = vec; r < l.numRegs(); r += vec) {
     Coords c = l.regCoords(r);
     bool along = c[dim] > 0 && c[dim] < run && !(c[dim] & threadBits);
@@ -361,6 +362,41 @@ void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayou
   ptr = TVal{l, {}};
   mask = TVal{l, {}};
   int64_t bytes = dtypeBytes(pt.pointee);
+  // Per dim, the coordinates this thread's registers take: the thread's own
+  // (offset + thread part, once) plus each register's constant where their
+  // bits are disjoint (blocked layouts); each distinct coordinate's term
+  // (times the stride) and bounds check is computed once.
+  std::vector<int64_t> threadBits(rank, 0);
+  for (const auto *bases : {&l->lanes, &l->warps})
+    for (const Coords &c : *bases)
+      for (size_t d = 0; d < rank; ++d)
+        threadBits[d] |= c[d];
+  std::vector<std::string> threadCoord(rank);
+  std::vector<std::map<int64_t, std::pair<std::string, std::string>>> terms(rank); // c -> term, inside
+  auto termOf = [&](size_t d, int r) -> const std::pair<std::string, std::string> & {
+    int64_t c = l->regCoords(r)[d];
+    bool disjoint = !(c & threadBits[d]);
+    int64_t key = disjoint ? c : -1 - r; // overlapping bits: per register
+    auto it = terms[d].find(key);
+    if (it != terms[d].end())
+      return it->second;
+    std::string coord;
+    if (disjoint) {
+      if (threadCoord[d].empty()) {
+        std::string t = L.opReg("cvt.u64.u32", RegClass::B64, {L.elementCoord(l, (int)d, 0)});
+        threadCoord[d] = L.opReg("add.s64", RegClass::B64, {bp.regs[1 + 2 * rank + d], t});
+      }
+      coord = c ? L.opReg("add.s64", RegClass::B64, {threadCoord[d], imm(c)}) : threadCoord[d];
+    } else {
+      std::string t = L.opReg("cvt.u64.u32", RegClass::B64, {L.elementCoord(l, (int)d, r)});
+      coord = L.opReg("add.s64", RegClass::B64, {bp.regs[1 + 2 * rank + d], t});
+    }
+    std::string term = L.opReg("mul.lo.s64", RegClass::B64, {coord, bp.regs[1 + rank + d]});
+    // 0 <= coord < shape, as one unsigned compare
+    std::string in = check[d] ? L.opReg("setp.lt.u64", RegClass::Pred, {coord, bp.regs[1 + d]})
+                              : "";
+    return terms[d][key] = {term, in};
+  };
   for (int r = 0; r < l->numRegs(); ++r) {
     if (r % vec) {
       ptr.regs.push_back(ptr.regs.back());
@@ -370,15 +406,10 @@ void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayou
     }
     std::string offset, inside;
     for (size_t d = 0; d < rank; ++d) {
-      std::string c = L.opReg("cvt.u64.u32", RegClass::B64, {L.elementCoord(l, (int)d, r)});
-      std::string coord = L.opReg("add.s64", RegClass::B64, {bp.regs[1 + 2 * rank + d], c});
-      offset = d ? L.opReg("mad.lo.s64", RegClass::B64, {coord, bp.regs[1 + rank + d], offset})
-                 : L.opReg("mul.lo.s64", RegClass::B64, {coord, bp.regs[1 + rank + d]});
-      if (!check[d])
-        continue;
-      // 0 <= coord < shape, as one unsigned compare
-      std::string in = L.opReg("setp.lt.u64", RegClass::Pred, {coord, bp.regs[1 + d]});
-      inside = inside.empty() ? in : L.opReg("and.pred", RegClass::Pred, {inside, in});
+      const auto &[term, in] = termOf(d, r);
+      offset = d ? L.opReg("add.s64", RegClass::B64, {offset, term}) : term;
+      if (!in.empty())
+        inside = inside.empty() ? in : L.opReg("and.pred", RegClass::Pred, {inside, in});
     }
     ptr.regs.push_back(L.opReg("mad.lo.s64", RegClass::B64, {offset, imm(bytes), bp.regs[0]}));
     if (masked)
