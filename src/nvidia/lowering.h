@@ -306,6 +306,7 @@ public:
   // dot that runs there, else null; the lowering.
   const LinearLayout *wgmmaLayout(const Op &dot);
   void lowerWgmma(const Op &op, const LinearLayout *acc);
+  bool accumulatesInPlace(const Op &dot, const LinearLayout *accLayout);
   // Shared by both: the accumulator copied into fresh f32 (s32) registers of
   // `layout`; the operands staged into their shared tiles where no pipelined
   // loop put them (sets the bases); the result bound from the accumulator.
