@@ -193,7 +193,9 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
 
   // 1. The accumulator in f32 (or s32) registers of the MMA layout; first, since
   // converting it may use the shared scratch the operands are staged in.
-  std::vector<std::string> acc = accumulatorRegisters(op, accLayout, kind.integer);
+  std::vector<std::string> acc = accumulatesInPlace(op, accLayout)
+                                     ? val(op.operand(2)).regs
+                                     : accumulatorRegisters(op, accLayout, kind.integer);
 
   // 2. The operands in shared memory, unless a pipelined loop already copied them there.
   std::string aBase = stagedOperand(op, 0), bBase = stagedOperand(op, 1);
@@ -268,6 +270,22 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
 
 bool halfAccumulator(const Op &dot) {
   return dot.operand(0)->type.dtype == DType::F16 && dot.result()->type.dtype == DType::F16;
+}
+
+// An f32 accumulator the loop carries and only this dot reads (`acc += dot`
+// in a loop) is updated in the carried registers themselves: no copy in, and
+// none back at the loop's end.
+bool Lowering::accumulatesInPlace(const Op &dot, const LinearLayout *accLayout) {
+  const Value *acc = dot.operand(2);
+  const Block *body = acc->owner;
+  if (!body || body != dot.parent || acc->index == 0 || !body->parent ||
+      body->parent->kind != OpKind::For || acc->type.dtype != DType::F32 ||
+      dot.result()->type.dtype != DType::F32)
+    return false;
+  auto it = uses().find(acc);
+  const TVal &v = val(acc);
+  return it != uses().end() && it->second == 1 && v.isTensor() && !v.uniform &&
+         v.sharedTile.empty() && *v.layout == *accLayout;
 }
 
 std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const LinearLayout *layout,

@@ -131,22 +131,6 @@ std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const Wgmma
 
 } // namespace
 
-// An f32 accumulator the loop carries and only this dot reads (`acc += dot`
-// in a loop) is updated in the carried registers themselves: no copy in, and
-// none back at the loop's end.
-bool Lowering::accumulatesInPlace(const Op &dot, const LinearLayout *accLayout) {
-  const Value *acc = dot.operand(2);
-  const Block *body = acc->owner;
-  if (!body || body != dot.parent || acc->index == 0 || !body->parent ||
-      body->parent->kind != OpKind::For || acc->type.dtype != DType::F32 ||
-      dot.result()->type.dtype != DType::F32)
-    return false;
-  auto it = uses().find(acc);
-  const TVal &v = val(acc);
-  return it != uses().end() && it->second == 1 && v.isTensor() && !v.uniform &&
-         v.sharedTile.empty() && *v.layout == *accLayout;
-}
-
 std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptions &opts) {
   WgmmaTiling t = wgmmaTiling(dot, opts);
   if (!t.M)
