@@ -84,5 +84,15 @@ test_kernels.dkdv_loop_kernel[(1,)](kb, vb, qb, dob, dk, dv, 96, D=D, BM=32, BN=
                                     num_stages=3)
 pT = torch.exp2(kb.float() @ qb.float().T * 0.125)
 assert torch.allclose(dv, pT.half().float() @ dob.float(), rtol=2e-2, atol=0.5)
+
+# a persistent matmul: an outer loop over tiles around a pipelined loop and an
+# epilogue whose scratch overlaps the stages (racecheck watches the back edge)
+Mp, Np, Kp = 256, 128, 96
+ap = torch.randn(Mp, Kp, device=dev, dtype=torch.float16)
+bp = torch.randn(Kp, Np, device=dev, dtype=torch.float16)
+cp = torch.empty(Mp, Np, device=dev, dtype=torch.float16)
+test_kernels.persistent_matmul_kernel[(3,)](ap, bp, cp, Mp, Np, Kp, BM=64, BN=64, BK=32,
+                                            num_warps=4, num_stages=3)
+assert torch.allclose(cp.float(), ap.float() @ bp.float(), rtol=1e-2, atol=0.1)
 torch.cuda.synchronize()
 print("ok")

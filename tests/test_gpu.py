@@ -592,6 +592,21 @@ def loop_bodies(ptx):
 
 
 @needs_ptxas
+def test_a_pipeline_starts_after_every_reader_of_the_scratch_it_overlaps():
+    """The epilogue's conversion reuses the stages' shared memory; the next
+    tile's first copies (through the outer loop's back edge) wait for it."""
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    k = tilec.compile(test_kernels.persistent_matmul_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=3, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    lines = [l.strip() for l in k.asm["ptx"].splitlines() if l.strip()]
+    start = next(i for i, l in enumerate(lines) if l.startswith("// pipelined loads"))
+    assert lines[start - 1] == "bar.sync 0;"
+    assert any("ld.shared" in l for l in lines[start:])  # the epilogue reads scratch
+
+
+@needs_ptxas
 def test_loads_feeding_two_dots_are_pipelined_once():
     """q^T and do of attention backward's dk/dv loop each feed one dot as
     loaded and another transposed: one cp.async copy into a tile both read."""

@@ -743,6 +743,56 @@ def test_dkdv_loop_with_loads_feeding_two_dots(rng):
     np.testing.assert_allclose(dk, ref_dk, rtol=2e-2, atol=0.5)
 
 
+@tilec.jit
+def reversed_copy_kernel(X, Y, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(X + (n - 1 - o), mask=o < n)
+    tl.store(Y + (n - 1 - o), x + 1, mask=o < n)
+    tl.store(Y + n + o, tl.load(X + (n - o) - 1, mask=o < n), mask=o < n)
+
+
+@pytest.mark.parametrize("n", [1000, 1024])
+def test_loads_and_stores_through_decreasing_offsets(rng, n):
+    """c - arange runs backwards: its addresses are not contiguous."""
+    x = nonzero(rng, n)
+    y = np.zeros(2 * n, np.float32)
+    reversed_copy_kernel[(1,)](x, y, n, BLOCK=1024)
+    np.testing.assert_array_equal(y[:n], x + 1)
+    np.testing.assert_array_equal(y[n:], x[::-1])
+
+
+# A persistent matmul: an outer loop over tiles holds the pipelined K loop and
+# an epilogue whose conversion reuses the (drained) stages' shared memory.
+@tilec.jit
+def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_n = N // BN
+    for t in range(pid, (M // BM) * tiles_n, tl.num_programs(0)):
+        rm = (t // tiles_n) * BM + tl.arange(0, BM)
+        rn = (t % tiles_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+        b_ptrs = b_ptr + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros((BM, BN), tl.float32)
+        for _ in range(0, K, BK):
+            acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+            a_ptrs += BK
+            b_ptrs += BK * N
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+def test_persistent_matmul(rng):
+    M, N, K = 256, 128, 96
+    a = nonzero(rng, (M, K), np.float16, low=0.5, high=1.0)
+    b = nonzero(rng, (K, N), np.float16, low=0.5, high=1.0)
+    c = np.zeros((M, N), np.float16)
+    persistent_matmul_kernel[(3,)](a, b, c, M, N, K, BM=64, BN=64, BK=32, num_warps=4,
+                                   num_stages=3)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
+
+
 # Two loops use one loop-invariant dot operand (staged once into shared memory
 # before a loop); the first runs only under a condition, so the second must not
 # rely on the first's staging.

@@ -227,8 +227,11 @@ private:
     AxisInfo out = pessimistic(t);
     int64_t scale = op.kind == OpKind::AddPtr ? dtypeBytes(t.pointee) : 1;
     for (int d = 0; d < dims(t); ++d) {
-      out.contiguity[d] = std::max(std::gcd(a.contiguity[d], b.constancy[d]),
-                                   std::gcd(a.constancy[d], b.contiguity[d]));
+      // c - arange runs backwards: only a - c keeps a's contiguity.
+      out.contiguity[d] = op.kind == OpKind::Sub
+                              ? std::gcd(a.contiguity[d], b.constancy[d])
+                              : std::max(std::gcd(a.contiguity[d], b.constancy[d]),
+                                         std::gcd(a.constancy[d], b.contiguity[d]));
       int64_t bdiv = std::min(b.divisibility[d] * scale, kMaxDivisibility);
       out.divisibility[d] = std::gcd(a.divisibility[d], bdiv);
       out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);

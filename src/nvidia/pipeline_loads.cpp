@@ -498,8 +498,10 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
 
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
   needPipelineShared(p.totalBytes);
-  if (freeSharedBytes_ > 0) // scratch outside pipelined loops overlaps the stages
-    barrier();
+  // Scratch used outside pipelined loops overlaps the stages: the last reader
+  // of it (lowered before or after this loop, reached through an enclosing
+  // loop's back edge or another branch) is done before the first copy.
+  barrier();
   ++pipelinesLive_; // the scratch keeps off the stages from here
   p.ivValue = forOp.regions[0]->args[0].get();
   std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
