@@ -3,14 +3,16 @@
 // to shared memory with cp.async while the current one is computed, each
 // straight into the swizzled tile its dot reads (ldmatrix or wgmma).
 //
-// Taken for every dot operand of 8 or 16 bits loaded in the loop body, used once,
+// Taken for every dot operand of 8 or 16 bits loaded in the loop body, read
+// only by dots (directly or through a trans) that all read the same tile,
 // from a loop-carried pointer tensor advanced by a loop-invariant offset
 // (with no mask or one that depends on the iteration only through the
-// induction variable, recomputed for each copied iteration), or from a
-// loop-carried block pointer advanced by loop-invariant amounts (its bounds
-// checks zero-fill), when whole vectors of 4 to 16 bytes go to each tile row:
-// one dot (a matmul) or several (attention's q @ k and p @ v). Other loads
-// run as written.
+// induction variable, recomputed for each copied iteration), from a
+// loop-carried block pointer advanced by loop-invariant amounts, or from a
+// loop-invariant block pointer (a descriptor) at offsets moving with the loop
+// (their bounds checks zero-fill), when whole vectors of 4 to 16 bytes go to
+// each tile row: one dot (a matmul) or several (attention's q @ k and p @ v,
+// its backward's four). Other loads run as written.
 #include <algorithm>
 #include <unordered_set>
 
@@ -323,12 +325,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       OperandTiles tiles = operandTiles(*u.dot);
       const SharedTile &t = u.operand == 0 ? tiles.a : tiles.b;
       bool tr = (u.operand == 1 && !tiles.bKRows) != u.viaTrans;
-      if (u.viaTrans) {
-        const Op *trans = u.dot->operand(u.operand)->def;
-        transes.insert(trans);
-      } else {
+      if (u.viaTrans)
+        transes.insert(u.dot->operand(u.operand)->def);
+      else
         ++direct;
-      }
       if (!first && (tr != transposed || t.rows != tile.rows || t.rowBytes != tile.rowBytes ||
                      t.swizzle != tile.swizzle))
         ok = false;
@@ -343,31 +343,27 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     for (const Op *trans : transes)
       ok &= total(trans->result()) == dotUses(trans->result());
     ok &= total(def->result()) == direct + (int)transes.size();
+    PipelinedLoad l;
+    ok = ok && (def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
+                                               : pipelineable(forOp, *def, counts, l));
     if (!ok)
       continue;
-    {
-      PipelinedLoad l;
-      bool ok = def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
-                                               : pipelineable(forOp, *def, counts, l);
-      if (!ok)
-        continue;
-      l.tile = tile;
-      l.transposed = transposed;
-      l.bytes = dtypeBytes(def->result()->type.dtype);
-      l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-      const TVal &ptr = l.carried >= 0 ? carried[l.carried] : val(l.base);
-      if (l.block()) {
-        l.layout = layoutFor(def->result()); // the coalescing pass's
-      } else if (ptr.isTensor() && !ptr.uniform) {
-        const LayoutEncoding *e = layoutEncoding(def->result()->type);
-        l.layout = e ? intern(e->layout) : ptr.layout;
-      }
-      if (!copyable(*this, l, ptr))
-        continue;
-      for (const Use &u : us)
-        p->wgmma |= wgmmaLayout(*u.dot) != nullptr;
-      p->loads.push_back(std::move(l));
+    l.tile = tile;
+    l.transposed = transposed;
+    l.bytes = dtypeBytes(def->result()->type.dtype);
+    l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
+    const TVal &ptr = l.carried >= 0 ? carried[l.carried] : val(l.base);
+    if (l.block()) {
+      l.layout = layoutFor(def->result()); // the coalescing pass's
+    } else if (ptr.isTensor() && !ptr.uniform) {
+      const LayoutEncoding *e = layoutEncoding(def->result()->type);
+      l.layout = e ? intern(e->layout) : ptr.layout;
     }
+    if (!copyable(*this, l, ptr))
+      continue;
+    for (const Use &u : us)
+      p->wgmma |= wgmmaLayout(*u.dot) != nullptr;
+    p->loads.push_back(std::move(l));
   }
   if (p->loads.empty())
     return nullptr;
