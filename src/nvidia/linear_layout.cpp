@@ -80,6 +80,14 @@ Coords LinearLayout::regCoords(int64_t reg) const {
   return c;
 }
 
+int64_t LinearLayout::threadBits(int dim) const {
+  int64_t bits = 0;
+  for (const std::vector<Coords> *bases : {&lanes, &warps})
+    for (const Coords &c : *bases)
+      bits |= c[dim];
+  return bits;
+}
+
 unsigned LinearLayout::replicatedLaneMask() const {
   unsigned mask = 0;
   for (size_t b = 0; b < lanes.size(); ++b)
@@ -216,7 +224,7 @@ LinearLayout withoutRegisterCopies(const LinearLayout &l) {
   LinearLayout out = l;
   out.regs.clear();
   for (const Coords &c : l.regs)
-    if (std::any_of(c.begin(), c.end(), [](int64_t x) { return x != 0; }))
+    if (!isZero(c))
       out.regs.push_back(c);
   return out;
 }

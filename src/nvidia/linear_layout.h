@@ -28,6 +28,9 @@ struct LinearLayout {
   Coords regCoords(int64_t reg) const;
   // Lane and warp bits whose basis is zero: threads differing there hold copies.
   unsigned replicatedLaneMask() const;
+  // The bits any lane or warp sets along `dim`: a register coordinate free of
+  // them adds to the thread's (the XOR of disjoint bits).
+  int64_t threadBits(int dim) const;
   unsigned replicatedWarpMask() const;
   bool operator==(const LinearLayout &o) const {
     return shape == o.shape && regs == o.regs && lanes == o.lanes && warps == o.warps;

@@ -222,14 +222,8 @@ SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
   // layouts), coordinates add, and so do addresses: an immediate offset.
   Coords rc = l->regCoords(r);
   bool disjoint = true;
-  for (int d = 0; d < l->rank(); ++d) {
-    int64_t threadBits = 0;
-    for (const Coords &c : l->lanes)
-      threadBits |= c[d];
-    for (const Coords &c : l->warps)
-      threadBits |= c[d];
-    disjoint &= (rc[d] & threadBits) == 0;
-  }
+  for (int d = 0; d < l->rank(); ++d)
+    disjoint &= (rc[d] & l->threadBits(d)) == 0;
   if (disjoint)
     return SharedAddr{threadAddr, flatOf(rc, strides) * bytes + start};
   std::string flat = opReg("mov.u32", RegClass::B32, {"0"});

@@ -106,10 +106,7 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
     return;
   const LinearLayout &l = *ptr.layout;
   int dim = vectorDim(l);
-  int64_t threadBits = 0;
-  for (const auto *bases : {&l.lanes, &l.warps})
-    for (const Coords &c : *bases)
-      threadBits |= c[dim];
+  int64_t threadBits = l.threadBits(dim);
   int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(L.axisInfo, ptrValue).contiguity[dim]));
   for (int r = vec; r < l.numRegs(); r += vec) {
     Coords c = l.regCoords(r);
@@ -366,16 +363,11 @@ void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayou
   // (offset + thread part, once) plus each register's constant where their
   // bits are disjoint (blocked layouts); each distinct coordinate's term
   // (times the stride) and bounds check is computed once.
-  std::vector<int64_t> threadBits(rank, 0);
-  for (const auto *bases : {&l->lanes, &l->warps})
-    for (const Coords &c : *bases)
-      for (size_t d = 0; d < rank; ++d)
-        threadBits[d] |= c[d];
   std::vector<std::string> threadCoord(rank);
   std::vector<std::map<int64_t, std::pair<std::string, std::string>>> terms(rank); // c -> term, inside
   auto termOf = [&](size_t d, int r) -> const std::pair<std::string, std::string> & {
     int64_t c = l->regCoords(r)[d];
-    bool disjoint = !(c & threadBits[d]);
+    bool disjoint = !(c & l->threadBits((int)d));
     int64_t key = disjoint ? c : -1 - r; // overlapping bits: per register
     auto it = terms[d].find(key);
     if (it != terms[d].end())
