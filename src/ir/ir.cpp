@@ -139,6 +139,11 @@ Value *Builder::constFloat(double v, Type t) {
   return op->result();
 }
 
+int useCount(const UseCounts &counts, const Value *v) {
+  auto it = counts.find(v);
+  return it == counts.end() ? 0 : it->second;
+}
+
 bool isDefinedIn(const Value *v, const Block &block) {
   for (const Block *b = v->def ? v->def->parent : v->owner; b;
        b = b->parent ? b->parent->parent : nullptr)

@@ -152,6 +152,8 @@ void replaceAllUses(Block &block, Value *from, Value *to);
 // How many times each value is an operand inside `block` and its regions.
 using UseCounts = std::unordered_map<const Value *, int>;
 UseCounts countUses(const Block &block);
+// How many uses `counts` has of `v` (0 when it has none).
+int useCount(const UseCounts &counts, const Value *v);
 
 // Whether `v` is defined in `block` or in a region nested in it (an op's
 // result or a block argument there).

@@ -282,9 +282,8 @@ bool Lowering::accumulatesInPlace(const Op &dot, const LinearLayout *accLayout) 
       body->parent->kind != OpKind::For || acc->type.dtype != DType::F32 ||
       dot.result()->type.dtype != DType::F32)
     return false;
-  auto it = uses().find(acc);
   const TVal &v = val(acc);
-  return it != uses().end() && it->second == 1 && v.isTensor() && !v.uniform &&
+  return useCount(uses(), acc) == 1 && v.isTensor() && !v.uniform &&
          v.sharedTile.empty() && *v.layout == *accLayout;
 }
 

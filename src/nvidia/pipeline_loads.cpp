@@ -22,10 +22,7 @@ namespace tilec::nvidia {
 
 namespace {
 
-bool usedOnce(const UseCounts &counts, const Value *v) {
-  auto it = counts.find(v);
-  return it != counts.end() && it->second == 1;
-}
+bool usedOnce(const UseCounts &counts, const Value *v) { return useCount(counts, v) == 1; }
 
 // The ops of `body` that `v` is computed from, in body order, when `v`
 // depends on the iteration only through the induction variable and through
@@ -336,13 +333,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       transposed = tr;
       first = false;
     }
-    auto total = [&](const Value *v) {
-      auto it = counts.find(v);
-      return it == counts.end() ? 0 : it->second;
-    };
     for (const Op *trans : transes)
-      ok &= total(trans->result()) == dotUses(trans->result());
-    ok &= total(def->result()) == direct + (int)transes.size();
+      ok &= useCount(counts, trans->result()) == dotUses(trans->result());
+    ok &= useCount(counts, def->result()) == direct + (int)transes.size();
     PipelinedLoad l;
     ok = ok && (def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
                                                : pipelineable(forOp, *def, counts, l));
@@ -397,12 +390,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       continue;
     const Value *arg = body.args[l.carried + 1].get();
     const Value *next = body.terminator()->operand(l.carried);
-    auto after = counts.find(forOp.result(l.carried));
-    bool unusedAfter = after == counts.end() || after->second == 0;
-    auto argUses = counts.find(arg);
     if (next->def && next->def->parent == &body && next->def->operand(0) == arg &&
-        argUses != counts.end() && argUses->second == 2 && usedOnce(counts, next) &&
-        unusedAfter) {
+        useCount(counts, arg) == 2 && usedOnce(counts, next) &&
+        useCount(counts, forOp.result(l.carried)) == 0) {
       skipped.insert(next->def);
       p->frozen.insert(l.carried);
     }

@@ -154,17 +154,14 @@ private:
 
   void pushBack(Value *v, const EncodingPtr &e, const UseCounts &counts, const Block *block) {
     Op *def = v->def;
-    auto uses = counts.find(v);
-    if (!v->type.isTensor() || !def || def->parent != block || uses == counts.end() ||
-        uses->second != 1)
+    if (!singleUseIn(v, counts, block))
       return;
     // Already there: the chain above it may still need the layout.
     const LinearLayout *now = layoutOf(v);
     bool same = now && *now == e->layout;
     // A small load (a row of statistics broadcast over an accumulator) is
     // loaded straight in the layout its user needs, copies and all.
-    if (def->kind == OpKind::Load && !same &&
-        v->type.numel() * std::max(dtypeBytes(v->type.dtype), 1) <= kSmallLoadBytes) {
+    if (!same && isSmallLoad(v)) {
       set(v, e, kLoad);
       return;
     }
@@ -195,16 +192,23 @@ private:
   }
 
 
+  // A tensor computed in `block` by an op there, read once.
+  static bool singleUseIn(const Value *v, const UseCounts &counts, const Block *block) {
+    return v->type.isTensor() && v->def && v->def->parent == block && useCount(counts, v) == 1;
+  }
+  static bool isSmallLoad(const Value *v) {
+    return v->def->kind == OpKind::Load &&
+           v->type.numel() * std::max(dtypeBytes(v->type.dtype), 1) <= kSmallLoadBytes;
+  }
+
   // Whether `v` is a small load, or a single-use chain of views and cheap
   // math in `block` down to one (so that it may take another layout whole).
   bool fromSmallLoad(const Value *v, const UseCounts &counts, const Block *block) {
     const Op *def = v->def;
-    auto uses = counts.find(v);
-    if (!v->type.isTensor() || !def || def->parent != block || uses == counts.end() ||
-        uses->second != 1)
+    if (!singleUseIn(v, counts, block))
       return false;
     if (def->kind == OpKind::Load)
-      return v->type.numel() * std::max(dtypeBytes(v->type.dtype), 1) <= kSmallLoadBytes;
+      return isSmallLoad(v);
     bool view = def->kind == OpKind::Broadcast || def->kind == OpKind::ExpandDims;
     if (!view && !(def->has(ELEMENTWISE) && def->has(PURE)))
       return false;
