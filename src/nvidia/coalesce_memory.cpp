@@ -2,11 +2,12 @@
 // ordered by how far axis info proves them contiguous along each dim, and the
 // access gets a blocked layout with that order, each thread holding a vector
 // along the most contiguous dim. A load gets the layout as the encoding of
-// its result, so that its users (a trans, a dot reading it) know it. A store's value is moved into the layout
-// by a gpu.convert_layout, so that a dot's accumulator, whose fragments are
-// narrow, goes out in 16-byte vectors; a value already in the layout makes the
-// conversion free. A conversion that moves data goes through shared memory
-// whole, so values over 64 KiB are stored in their own layout instead.
+// its result, so that its users (a trans, a dot reading it) know it. A
+// store's value is moved into the layout by a gpu.convert_layout, so that a
+// dot's accumulator, whose fragments are narrow, goes out in 16-byte vectors;
+// a value already in the layout makes the conversion free. A conversion that
+// moves data goes through shared memory whole, so values over 64 KiB are
+// stored in their own layout instead.
 // Block pointers get the same, ordered by a dim of unit stride, else by their
 // make_block_ptr's order.
 #include "nvidia/coalesce_memory.h"

@@ -81,7 +81,8 @@ struct Pipeline {
   // after a synchronous wgmma of the next iteration (attention's p @ v): they
   // run on while the loop goes on, accumulating straight into the carried
   // registers (which carried value: the map's), and that wgmma's wait covers
-  // them. With any, the next stage's copies go out at the iteration's end.
+  // them. With any, the next stage's copies go out once that wait is done
+  // (issueAfterSyncDot), else at the iteration's end.
   std::map<const Op *, int> deferred;
   // Loop-carried (block) pointers that only the copied loads read: the loop
   // no longer advances them (the copies keep their own), nor moves them.

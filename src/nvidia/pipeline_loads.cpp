@@ -313,25 +313,24 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     // Every use is a dot operand, directly or through a trans only dots read,
     // and each reads the same tile the same way round.
     const std::vector<Use> &us = loadUses[def];
+    // The tile a use reads, and whether it holds the loaded value transposed.
+    auto tileOf = [](const Use &u, SharedTile &tile) {
+      OperandTiles tiles = operandTiles(*u.dot);
+      tile = u.operand == 0 ? tiles.a : tiles.b;
+      return (u.operand == 1 && !tiles.bKRows) != u.viaTrans;
+    };
+    SharedTile tile;
+    bool transposed = tileOf(us.front(), tile), ok = true;
     int direct = 0;
     std::set<const Op *> transes;
-    bool ok = true, first = true;
-    SharedTile tile;
-    bool transposed = false;
     for (const Use &u : us) {
-      OperandTiles tiles = operandTiles(*u.dot);
-      const SharedTile &t = u.operand == 0 ? tiles.a : tiles.b;
-      bool tr = (u.operand == 1 && !tiles.bKRows) != u.viaTrans;
+      SharedTile t;
+      ok &= tileOf(u, t) == transposed && t.rows == tile.rows && t.rowBytes == tile.rowBytes &&
+            t.swizzle == tile.swizzle;
       if (u.viaTrans)
         transes.insert(u.dot->operand(u.operand)->def);
       else
         ++direct;
-      if (!first && (tr != transposed || t.rows != tile.rows || t.rowBytes != tile.rowBytes ||
-                     t.swizzle != tile.swizzle))
-        ok = false;
-      tile = t;
-      transposed = tr;
-      first = false;
     }
     for (const Op *trans : transes)
       ok &= useCount(counts, trans->result()) == dotUses(trans->result());
@@ -612,7 +611,7 @@ void Lowering::issueAfterSyncDot(const Op &dot) {
     if (load->parent != dot.parent || p->deferred.empty() || p->deferred.count(&dot) ||
         !p->waited || p->issued)
       continue;
-    barrier(); // every warpgroup's deferred dots of the last iteration are done: their slots are free
+    barrier(); // every warpgroup's deferred dots of the last iteration are done
     issueAhead(*this, *p, p->iv);
     p->issued = true;
     return;
@@ -620,7 +619,8 @@ void Lowering::issueAfterSyncDot(const Op &dot) {
 }
 
 void Lowering::endIteration(Pipeline &p) {
-  if ((p.asyncDot || !p.deferred.empty()) && !p.issued) { // every warpgroup's previous group is done: its slot is free
+  // Every warpgroup's previous group is done: its slot is free.
+  if ((p.asyncDot || !p.deferred.empty()) && !p.issued) {
     barrier();
     issueAhead(*this, p, p.iv);
   }

@@ -1902,12 +1902,10 @@ std::map<std::string, BuiltinDef> makeTable() {
     q->def->setAttr("rounding", std::string("rn"));
     return SVal::tensor(q);
   };
-  Handler fdiv = [divRn](Lowerer &l, Args &a, R &r, const Expr &c) {
+  Handler fdiv = [divRn, div = binaryFloat(OpKind::Div)](Lowerer &l, Args &a, R &r,
+                                                         const Expr &c) {
     bool ieee = given(a[2]) && a[2]->val.c.kind == ConstValue::Bool && a[2]->val.c.b;
-    if (ieee)
-      return divRn(l, a, r, c);
-    auto v = floatOperands(l, a, 2);
-    return SVal::tensor(l.b_.create1(OpKind::Div, v, v[0]->type));
+    return ieee ? divRn(l, a, r, c) : div(l, a, r, c);
   };
   add("div_rn", {"x", "y"}, divRn);
   add("math.div_rn", {"x", "y"}, divRn);
