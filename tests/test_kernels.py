@@ -565,6 +565,18 @@ def test_tuple_arguments(rng):
 # registers, and K and V stream through pipelined copies (block pointers, or
 # a tensor descriptor at moving offsets, K read transposed).
 @tilec.jit
+def _attn_start(start_m, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                CAUSAL: tl.constexpr):
+    """The row and column offsets, the running max, sum and output of a block of
+    BM queries, the exp2 scale, and where its keys end."""
+    offs_m = start_m * BM + tl.arange(0, BM)
+    m_i = tl.full([BM], -float("inf"), tl.float32)
+    hi = (start_m + 1) * BM if CAUSAL else N
+    return (offs_m, tl.arange(0, BN), m_i, tl.zeros([BM], tl.float32),
+            tl.zeros([BM, D], tl.float32), sm_scale * 1.44269504, hi)
+
+
+@tilec.jit
 def _attn_step(acc, l_i, m_i, qk, v, qk_scale):
     m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
     p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
@@ -582,13 +594,8 @@ def attn_block_ptr_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.con
     q = tl.load(tl.make_block_ptr(Q + base, (N, D), (D, 1), (start_m * BM, 0), (BM, D), (1, 0)))
     k_ptr = tl.make_block_ptr(K + base, (D, N), (1, D), (0, 0), (D, BN), (0, 1))
     v_ptr = tl.make_block_ptr(V + base, (N, D), (D, 1), (0, 0), (BN, D), (1, 0))
-    offs_m = start_m * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    m_i = tl.full([BM], -float("inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    hi = (start_m + 1) * BM if CAUSAL else N
+    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
+                                                               CAUSAL)
     for start_n in range(0, hi, BN):
         qk = tl.dot(q, tl.load(k_ptr))
         if CAUSAL:
@@ -611,13 +618,8 @@ def attn_descriptor_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.co
     desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
     desc_o = tl.make_tensor_descriptor(Out, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
     q = desc_q.load([row0 + start_m * BM, 0])
-    offs_m = start_m * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    m_i = tl.full([BM], -float("inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    hi = (start_m + 1) * BM if CAUSAL else N
+    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
+                                                               CAUSAL)
     offset = row0
     for start_n in tl.range(0, hi, BN):
         qk = tl.dot(q, desc_k.load([offset, 0]).T)
@@ -665,13 +667,8 @@ def attn_fp8_kernel(Q, K, VT, Out, sm_scale, N, D: tl.constexpr, BM: tl.constexp
     desc_v = tl.make_tensor_descriptor(VT, shape=[tl.num_programs(1) * D, N], strides=[N, 1],
                                        block_shape=[D, BN])
     q = desc_q.load([head * N + start_m * BM, 0])
-    offs_m = start_m * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    m_i = tl.full([BM], -float("inf"), tl.float32)
-    l_i = tl.zeros([BM], tl.float32)
-    acc = tl.zeros([BM, D], tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    hi = (start_m + 1) * BM if CAUSAL else N
+    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
+                                                               CAUSAL)
     offset = head * N
     for start_n in tl.range(0, hi, BN):
         qk = tl.dot(q, desc_k.load([offset, 0]).T)
