@@ -644,3 +644,37 @@ def test_attention_loop_moves_data_only_through_pipelined_copies(kernel_name, ca
         assert "wgmma.mma_async" in body
         assert any("}, {%r" in line for line in body.splitlines() if "wgmma.mma_async" in line)
     assert k.n_spills == 0
+
+
+def _host_descriptor_attention(divisible):
+    import test_kernels
+    D, BM, BN = 64, 128, 64
+    sig = {"desc_q": f"tensordesc<fp16[{BM}, {D}]>", "desc_k": f"tensordesc<fp16[{BN}, {D}]>",
+           "desc_v": f"tensordesc<fp16[{BN}, {D}]>", "desc_o": f"tensordesc<fp16[{BM}, {D}]>",
+           "sm_scale": "fp32", "N": "i32"}
+    return tilec.compile(test_kernels.attn_host_descriptor_kernel, signature=sig,
+                         target="sm_90a", num_warps=4, num_stages=2,
+                         constexprs={"D": D, "BM": BM, "BN": BN, "CAUSAL": False},
+                         divisible_by_16=list(sig) if divisible else ["N"])
+
+
+@needs_ptxas
+def test_host_descriptor_tiles_arrive_by_tma():
+    """K and V of tutorial 06's loop: one thread copies each stage with TMA
+    into the tiles wgmma reads; every thread waits on the stage's mbarrier."""
+    k = _host_descriptor_attention(divisible=True)
+    ptx = k.asm["ptx"]
+    (body,) = loop_bodies(ptx)
+    assert body.count("cp.async.bulk.tensor.2d") == 2  # K and V: 64 rows of 128 bytes each
+    assert "mbarrier.try_wait.parity" in body and "mbarrier.arrive.expect_tx" in body
+    assert "cp.async.cg" not in body and "ld.global" not in body and "st.shared" not in body
+    assert ptx.count(".param .align 64 .b8") == 2  # a tensor map each for K and V
+    assert [m["box"] for m in k.metadata.tensor_maps] == [[64, 64], [64, 64]]
+    assert k.n_spills == 0
+
+
+@needs_ptxas
+def test_descriptors_with_unproven_strides_copy_without_tma():
+    """TMA needs 16-byte multiples as strides: unproven, no copy is a TMA one."""
+    k = _host_descriptor_attention(divisible=False)
+    assert "cp.async.bulk" not in k.asm["ptx"] and k.metadata.tensor_maps == []

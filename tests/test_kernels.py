@@ -653,6 +653,84 @@ def test_flash_attention(rng, kernel, causal, BM, BN, N):
     np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)
 
 
+# Host TensorDescriptors, as tutorial 06 passes them on Hopper: on sm_90 the
+# loop's tiles arrive by TMA, through tensor maps the launcher encodes.
+@tilec.jit
+def attn_host_descriptor_kernel(desc_q, desc_k, desc_v, desc_o, sm_scale, N, D: tl.constexpr,
+                                BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    row0 = tl.program_id(1) * N
+    q = desc_q.load([row0 + start_m * BM, 0])
+    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
+                                                               CAUSAL)
+    offset = row0
+    for start_n in tl.range(0, hi, BN):
+        qk = tl.dot(q, desc_k.load([offset, 0]).T)
+        if CAUSAL:
+            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, desc_v.load([offset, 0]), qk_scale)
+        offset += BN
+    desc_o.store([row0 + start_m * BM, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D,BM,BN,N", [(64, 64, 32, 192), (128, 128, 64, 256)])
+def test_flash_attention_through_host_descriptors(rng, causal, D, BM, BN, N):
+    torch = pytest.importorskip("torch")
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    heads, sm_scale = 2, 0.125
+    q, k, v = (rng.standard_normal((heads, N, D)).astype(np.float16) for _ in range(3))
+    out = torch.zeros(heads * N, D, dtype=torch.float16)
+    descs = [TensorDescriptor.from_tensor(torch.from_numpy(x).reshape(heads * N, D), block)
+             for x, block in ((q, [BM, D]), (k, [BN, D]), (v, [BN, D]))]
+    descs.append(TensorDescriptor.from_tensor(out, [BM, D]))
+    attn_host_descriptor_kernel[(N // BM, heads)](*descs, sm_scale, N, D=D, BM=BM, BN=BN,
+                                                  CAUSAL=causal, num_warps=4, num_stages=2)
+    ref = attention_reference(q, k, v, sm_scale, causal)
+    np.testing.assert_allclose(out.float().numpy().reshape(heads, N, D), ref, atol=1e-2,
+                               rtol=1e-2)
+
+
+# A matmul over host descriptors whose tiles cross the edges (zero-filled
+# there), of a column slice of a wider tensor (strides and a base offset), with
+# B as [K, N] or K-major [N, K] (read transposed).
+@tilec.jit
+def host_descriptor_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr,
+                                  BN: tl.constexpr, BK: tl.constexpr, B_KMAJOR: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([pm * BM, k])
+        if B_KMAJOR:
+            b = b_desc.load([pn * BN, k]).T
+        else:
+            b = b_desc.load([k, pn * BN])
+        acc = tl.dot(a, b, acc)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("dtype,b_kmajor", [("float16", False), ("float16", True),
+                                            ("float8_e4m3fn", True)])
+@pytest.mark.parametrize("stages", [2, 3])
+def test_matmul_through_host_descriptors_at_the_edges(rng, dtype, b_kmajor, stages):
+    torch = pytest.importorskip("torch")
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    M, N, K, BM, BN, BK = 100, 72, 88, 64, 64, 32
+    wide = torch.from_numpy(nonzero(rng, (M, 128))).to(getattr(torch, dtype))
+    a = wide[:, 8:8 + K]  # a row stride of 128 elements, 8 in from the start
+    b = torch.from_numpy(nonzero(rng, (N, K) if b_kmajor else (K, N))).to(a.dtype)
+    c = torch.zeros(M, N)
+    a_desc = TensorDescriptor.from_tensor(a, [BM, BK])
+    b_desc = TensorDescriptor.from_tensor(b, [BN, BK] if b_kmajor else [BK, BN])
+    host_descriptor_matmul_kernel[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](
+        a_desc, b_desc, c, M, N, K, BM=BM, BN=BN, BK=BK, B_KMAJOR=b_kmajor, num_warps=4,
+        num_stages=stages)
+    ref = a.double() @ (b.double().T if b_kmajor else b.double())
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-4, atol=1e-3)
+
+
 # fp8 attention as tutorial 06 writes it for Hopper: V stored transposed
 # (VT, [heads * D, N]), loaded as [D, BN] tiles and transposed, so that p @ v
 # reads a K-major B; the output is fp16 here.

@@ -348,6 +348,19 @@ NB_MODULE(_C, m) {
       .def_ro("shared", &GpuKernel::sharedBytes)
       .def_ro("n_regs", &GpuKernel::numRegs)
       .def_ro("n_spills", &GpuKernel::spillBytes)
+      .def_prop_ro("tensor_maps",
+                   [](const GpuKernel &k) {
+                     nb::list out;
+                     for (const nvidia::TensorMapParam &m : k.tensorMaps) {
+                       nb::dict d;
+                       d["arg"] = m.arg;
+                       d["element_bytes"] = m.elementBytes;
+                       d["box"] = m.box;
+                       d["swizzle"] = m.swizzle;
+                       out.append(d);
+                     }
+                     return out;
+                   })
       .def_prop_ro("num_stages", [](const GpuKernel &k) { return k.options.numStages; })
       .def_prop_ro("num_warps", [](const GpuKernel &k) { return k.options.numWarps; })
       .def_ro("emit_ms", &GpuKernel::emitMs)

@@ -24,11 +24,23 @@ struct GpuOptions {
 // How one runtime argument is passed: its PTX parameter type.
 enum class ParamKind { U32, U64, F32, F64 };
 
+// A tensor map (CUtensorMap) for a host tensor descriptor, which the launcher
+// encodes from the descriptor's runtime arguments and passes as a 128-byte
+// parameter after them; TMA copies (cp.async.bulk.tensor) read it.
+struct TensorMapParam {
+  int arg = 0;              // the runtime argument of its base; sizes, then strides follow
+  int rank = 2;
+  int elementBytes = 2;
+  std::vector<int64_t> box; // elements of one copy along each dim, outermost first
+  int swizzle = 0;          // bytes: 0 (none), 32, 64 or 128
+};
+
 struct PtxKernel {
   std::string name;
   std::string ptx;
   std::string gpuIr; // the kernel after the GPU layout passes, with encodings and GPU ops
   std::vector<ParamKind> params; // one per runtime argument of the kernel
+  std::vector<TensorMapParam> tensorMaps; // parameters after those
   int numThreads = 128;
   int sharedBytes = 0; // dynamic shared memory the launch must give
   double ms = 0;       // time taken to emit

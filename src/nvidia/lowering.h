@@ -63,6 +63,7 @@ struct PipelinedLoad {
   int64_t slotBytes = 0, offset = 0; // one stage's bytes; the first stage's place
   int bytes = 0, vec = 1; // element bytes; elements per copy
   TVal next;              // the (block) pointer of the next iteration to copy
+  std::string tensorMap;  // TMA copies: the generic address of the descriptor's tensor map
   bool block() const { return load->kind == OpKind::LoadBlock; }
 };
 
@@ -70,7 +71,15 @@ struct Pipeline {
   std::vector<PipelinedLoad> loads; // the dot operands the loop loads
   const Op *dot = nullptr;          // the asynchronous dot (asyncDot)
   bool wgmma = false;               // a dot reads the stages through the async proxy
+  bool genericReads = false;        // a dot reads the stages with ldmatrix
   int stages = 0;
+  // On sm_90: every load is a host tensor descriptor's tile, copied by one
+  // thread with TMA (cp.async.bulk.tensor); each stage's copies complete an
+  // mbarrier (the stage's 8 bytes at `barriers` past the stages), waited on
+  // with the parity `phase`, which flips each time the read slot wraps.
+  bool tma = false;
+  int64_t barriers = 0;
+  std::string phase;
   // wgmma runs asynchronously across iterations (a loop with one dot, both
   // operands pipelined): it updates the loop-carried accumulator in place,
   // waits only for the previous iteration's group, and the next stage's
@@ -324,6 +333,16 @@ public:
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
+  // TMA (lower_tma.cpp): whether `l` of a loop can be copied with TMA; the
+  // address of its descriptor's tensor map (a parameter the launcher encodes);
+  // the one thread that issues copies; and a pipeline's barriers, copies and waits.
+  bool tmaCopyable(const PipelinedLoad &l);
+  std::string tensorMapAddress(const PipelinedLoad &l);
+  std::string tmaLeader();
+  void initTmaBarriers(Pipeline &p);
+  void issueTmaCopies(Pipeline &p, const std::string &slot, const std::string &valid);
+  void waitTmaStage(Pipeline &p);
+  void releaseTmaBarriers(Pipeline &p);
   // `v` as it is at another iteration, in layout `want` where it can be
   // recomputed there: the ops of `slice` (v's computation in the loop body)
   // lowered again with `ivValue` bound to register `iv`; the bindings of the
@@ -390,6 +409,9 @@ private:
   std::vector<std::pair<const Value *, int>> residentStaged_; // in staging order
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
+  std::vector<TensorMapParam> tensorMaps_; // the kernel's tensor map parameters
+  std::map<int, std::string> tensorMapAddrs_; // by the descriptor's first argument
+  std::string tmaLeader_;
   int minElementBytes_ = 4;
 };
 

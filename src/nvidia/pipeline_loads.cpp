@@ -353,12 +353,16 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     }
     if (!copyable(*this, l, ptr))
       continue;
-    for (const Use &u : us)
+    for (const Use &u : us) {
       p->wgmma |= wgmmaLayout(*u.dot) != nullptr;
+      p->genericReads |= wgmmaLayout(*u.dot) == nullptr;
+    }
     p->loads.push_back(std::move(l));
   }
   if (p->loads.empty())
     return nullptr;
+  p->tma = std::all_of(p->loads.begin(), p->loads.end(),
+                       [&](const PipelinedLoad &l) { return tmaCopyable(l); });
   // One dot whose operands are both copied, accumulating into an f32 the loop
   // carries through it alone, can stay asynchronous on the tensor cores.
   const Op &dot = *dots.front();
@@ -379,6 +383,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   for (PipelinedLoad &l : p->loads)
     l.offset *= p->stages;
   p->totalBytes = slotBytes * p->stages;
+  if (p->tma) { // a barrier per stage after them
+    p->barriers = p->totalBytes;
+    p->totalBytes += 8 * p->stages;
+  }
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
@@ -403,6 +411,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
 // each zero-filled where `valid` (or the load's mask, or its bounds) is false.
 static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
                         const std::string &valid) {
+  if (p.tma) {
+    L.issueTmaCopies(p, slot, valid);
+    return;
+  }
   for (PipelinedLoad &l : p.loads) {
     const LinearLayout *lay = l.layout;
     TVal ptr = l.next, mask;
@@ -510,6 +522,8 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
       }
     l.next = fresh;
   }
+  if (p.tma)
+    initTmaBarriers(p);
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
@@ -536,11 +550,18 @@ static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
 // stage, then start copying the stage num_stages-1 iterations ahead.
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
   if (!p.waited) {
-    b.emit("cp.async.wait_group " + imm(p.stages - 2));
-    if (p.wgmma) // wgmma reads through the async proxy
-      b.emit("fence.proxy.async.shared::cta");
-    barrier();
-    if (!p.asyncDot && p.deferred.empty())
+    bool issueNow = !p.asyncDot && p.deferred.empty();
+    if (p.tma) {
+      waitTmaStage(p); // each thread sees the copies land
+      if (issueNow)
+        barrier(); // every thread is done with the slot the copies overwrite
+    } else {
+      b.emit("cp.async.wait_group " + imm(p.stages - 2));
+      if (p.wgmma) // wgmma reads through the async proxy
+        b.emit("fence.proxy.async.shared::cta");
+      barrier();
+    }
+    if (issueNow)
       issueAhead(*this, p, iv);
     p.waited = true;
   }
@@ -629,6 +650,8 @@ void Lowering::endIteration(Pipeline &p) {
     std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
     std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
     b.emit("selp.u32 " + *slot + ", 0, " + next + ", " + wrap);
+    if (p.tma && slot == &p.readSlot) // the stage barriers' next phase
+      b.emit("@" + wrap + " xor.b32 " + p.phase + ", " + p.phase + ", 1");
   }
   p.waited = false;
 }
@@ -636,8 +659,11 @@ void Lowering::endIteration(Pipeline &p) {
 void Lowering::endPipeline(Pipeline &p) {
   if (p.asyncDot || !p.deferred.empty())
     b.emit("wgmma.wait_group.sync.aligned 0");
-  b.emit("cp.async.wait_group 0");
+  if (!p.tma) // (every TMA copy issued was waited for: only iterations the loop runs are copied)
+    b.emit("cp.async.wait_group 0");
   barrier(); // the stages are free: the scratch may use them again
+  if (p.tma)
+    releaseTmaBarriers(p);
   --pipelinesLive_;
 }
 

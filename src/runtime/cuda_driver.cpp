@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -120,6 +121,11 @@ struct Api {
   CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*memcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*streamSynchronize)(CUstream);
+  // (map, data type, rank, address, sizes, byte strides, box, element strides,
+  // interleave, swizzle, L2 promotion, out-of-bounds fill); optional
+  CUresult (*tensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *,
+                                   const uint64_t *, const unsigned *, const unsigned *, int, int,
+                                   int, int);
 };
 
 Api api;
@@ -186,6 +192,8 @@ std::string resolveAll(void *lib) {
   // Optional (drivers before CUDA 11.8 lack it): resolved without complaint.
   api.launchKernelEx =
       reinterpret_cast<decltype(api.launchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
+  api.tensorMapEncodeTiled = reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(
+      dlsym(lib, "cuTensorMapEncodeTiled"));
   return missing;
 }
 
@@ -467,6 +475,43 @@ void launchWithAttributes(const Kernel &k, unsigned gx, unsigned gy, unsigned gz
   LaunchConfig config{gx, gy, gz, blockThreads, 1, 1, sharedBytes, stream, attrs, n};
   bindDevice(k.device);
   check(api.launchKernelEx(&config, k.function, params, nullptr), "cuLaunchKernelEx");
+}
+
+TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64_t *sizes,
+                          const int64_t *strides, const int64_t *box, int swizzle) {
+  requireDriver();
+  if (!api.tensorMapEncodeTiled)
+    throw DriverError("cuTensorMapEncodeTiled is missing from this driver; TMA copies need "
+                      "CUDA 12 or newer (update the driver)");
+  // The driver's order: innermost dim first; strides in bytes, but the innermost's.
+  uint64_t dims[5], byteStrides[4];
+  unsigned boxDims[5], elementStrides[5];
+  std::string values;
+  for (int d = 0; d < rank; ++d) {
+    int from = rank - 1 - d;
+    dims[d] = (uint64_t)sizes[from];
+    boxDims[d] = (unsigned)box[from];
+    elementStrides[d] = 1;
+    if (d > 0)
+      byteStrides[d - 1] = (uint64_t)strides[from] * elementBytes;
+    values += (d ? ", " : "") + std::to_string(sizes[d]) + "/" + std::to_string(strides[d]) +
+              "/" + std::to_string(box[d]);
+  }
+  const int dataType = elementBytes == 1 ? 0 : elementBytes == 2 ? 1 : elementBytes == 4 ? 2 : 4;
+  const int swizzleMode = swizzle == 32 ? 1 : swizzle == 64 ? 2 : swizzle == 128 ? 3 : 0;
+  const int l2Promotion256 = 3;
+  TensorMap map{};
+  CUresult r = api.tensorMapEncodeTiled(&map, dataType, (unsigned)rank, (void *)base, dims,
+                                        byteStrides, boxDims, elementStrides, /*interleave=*/0,
+                                        swizzleMode, l2Promotion256, /*oobFill zero=*/0);
+  if (r != kSuccess) {
+    char where[64];
+    std::snprintf(where, sizeof where, "tensor at 0x%llx, %d-byte elements", (unsigned long long)base,
+                  elementBytes);
+    throw DriverError("cuTensorMapEncodeTiled", r,
+                      std::string(where) + "; size/stride/box per dim: " + values);
+  }
+  return map;
 }
 
 uint64_t memAlloc(size_t bytes) {

@@ -91,6 +91,18 @@ void launchWithAttributes(const Kernel &k, unsigned gx, unsigned gy, unsigned gz
                           unsigned blockThreads, unsigned sharedBytes, void *stream, void **params,
                           bool cooperative, bool pdl, int clusterDims[3]);
 
+// A TMA tensor map (CUtensorMap), as a kernel parameter takes it.
+struct alignas(64) TensorMap {
+  uint64_t words[16];
+};
+// Encodes the tiled tensor map of the `rank`-dim tensor at `base` (every array
+// outermost dim first): `sizes` and `strides` in elements (the last stride is
+// 1), copied `box` elements at a time into shared memory swizzled by
+// `swizzle` bytes (0: none, 32, 64 or 128); out-of-bounds elements read as
+// zero. Throws DriverError, with the values, when the driver refuses them.
+TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64_t *sizes,
+                          const int64_t *strides, const int64_t *box, int swizzle);
+
 // Helpers for tests; they use the current context, or device 0's primary one.
 uint64_t memAlloc(size_t bytes);
 void memFree(uint64_t ptr);

@@ -24,6 +24,7 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   out->ptx = std::move(ptx.ptx);
   out->gpuIr = std::move(ptx.gpuIr);
   out->params = std::move(ptx.params);
+  out->tensorMaps = std::move(ptx.tensorMaps);
   out->numThreads = ptx.numThreads;
   out->sharedBytes = ptx.sharedBytes;
   out->options = options;
@@ -47,7 +48,7 @@ namespace {
 // Names the layout of the fields below; bump it when they change. (The cache
 // key holds a hash of the compiler's binary too, so an entry from another
 // build is never read; this only guards against reading arbitrary bytes.)
-constexpr const char *kFormat = "tilec-gpu-kernel-3";
+constexpr const char *kFormat = "tilec-gpu-kernel-4";
 
 char paramCode(nvidia::ParamKind kind) {
   switch (kind) {
@@ -126,6 +127,52 @@ bool parseDouble(const std::string &text, double &out) {
   return true;
 }
 
+// Tensor maps as "arg rank bytes swizzle box..." joined by ';'.
+std::string tensorMapsText(const std::vector<nvidia::TensorMapParam> &maps) {
+  std::string out;
+  for (const nvidia::TensorMapParam &m : maps) {
+    out += (out.empty() ? "" : ";") + std::to_string(m.arg) + " " + std::to_string(m.rank) + " " +
+           std::to_string(m.elementBytes) + " " + std::to_string(m.swizzle);
+    for (int64_t b : m.box)
+      out += " " + std::to_string(b);
+  }
+  return out;
+}
+
+bool parseTensorMaps(const std::string &text, std::vector<nvidia::TensorMapParam> &out) {
+  out.clear();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::vector<int> fields;
+    std::string part = text.substr(start, end - start);
+    for (size_t at = 0; at < part.size();) {
+      size_t space = part.find(' ', at);
+      if (space == std::string::npos)
+        space = part.size();
+      int v;
+      if (!parseInt(part.substr(at, space - at), v))
+        return false;
+      fields.push_back(v);
+      at = space + 1;
+    }
+    nvidia::TensorMapParam m;
+    if (fields.size() < 5 || fields[0] < 0 || fields[1] < 1 || fields[1] > 5 ||
+        fields.size() != 4 + (size_t)fields[1])
+      return false;
+    m.arg = (int)fields[0];
+    m.rank = (int)fields[1];
+    m.elementBytes = (int)fields[2];
+    m.swizzle = (int)fields[3];
+    m.box.assign(fields.begin() + 4, fields.end());
+    out.push_back(m);
+    start = end + 1;
+  }
+  return true;
+}
+
 bool parseParams(const std::string &codes, std::vector<nvidia::ParamKind> &out) {
   out.resize(codes.size());
   for (size_t i = 0; i < codes.size(); ++i)
@@ -157,6 +204,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"cubin", k.cubin},
       {"assembler", k.assembler},
       {"params", params},
+      {"tensor_maps", tensorMapsText(k.tensorMaps)},
       {"num_threads", std::to_string(k.numThreads)},
       {"shared_bytes", std::to_string(k.sharedBytes)},
       {"num_regs", std::to_string(k.numRegs)},
@@ -218,7 +266,8 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
   k->assembler = f["assembler"];
   o.arch = f["options.arch"];
   bool ok =
-      parseParams(f["params"], k->params) && parseInt(f["num_threads"], k->numThreads) &&
+      parseParams(f["params"], k->params) && parseTensorMaps(f["tensor_maps"], k->tensorMaps) &&
+      parseInt(f["num_threads"], k->numThreads) &&
       parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
       parseInt(f["spill_bytes"], k->spillBytes) && parseInt(f["options.num_warps"], o.numWarps) &&
       parseInt(f["options.num_stages"], o.numStages) &&
@@ -298,6 +347,17 @@ void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> 
       storage[i] = args[i];
     }
     ptrs[i] = &storage[i];
+  }
+  // Each tensor map from its descriptor's base, sizes and strides.
+  std::vector<cuda::TensorMap> maps(tensorMaps.size());
+  for (size_t m = 0; m < tensorMaps.size(); ++m) {
+    const nvidia::TensorMapParam &t = tensorMaps[m];
+    if (t.arg + 1 + 2 * (size_t)t.rank > args.size())
+      throw std::invalid_argument("tensor map " + std::to_string(m) + " reads past the arguments");
+    const int64_t *dims = reinterpret_cast<const int64_t *>(&args[t.arg + 1]);
+    maps[m] = cuda::encodeTensorMap(args[t.arg], t.elementBytes, t.rank, dims, dims + t.rank,
+                                    t.box.data(), t.swizzle);
+    ptrs.push_back(&maps[m]);
   }
   cuda::launchWithAttributes(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
                              numThreads, sharedBytes, stream, ptrs.data(),

@@ -23,6 +23,7 @@ struct GpuKernel {
   std::string name, arch, ptx, cubin, assembler; // assembler: ptxas, nvJitLink or "" (driver JIT)
   std::string gpuIr; // Tile IR after the GPU layout passes (asm["tilegpu"])
   std::vector<nvidia::ParamKind> params;
+  std::vector<nvidia::TensorMapParam> tensorMaps; // encoded at each launch, passed after params
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
   nvidia::GpuOptions options;
   double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not

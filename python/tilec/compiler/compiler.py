@@ -4,6 +4,7 @@ and compiling without launching: ``tilec.compile(kernel, signature=...,
 constexprs=..., target=...)`` or Triton's ``compile(ASTSource(...), target=...)``,
 with or without a GPU."""
 
+import re
 import types
 import warnings
 
@@ -101,6 +102,7 @@ class CompiledKernel:
         self.metadata = types.SimpleNamespace(
             name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
             shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
+            tensor_maps=[],
             launch_pdl=bool(options["launch_pdl"]),
             launch_cooperative_grid=bool(options["launch_cooperative_grid"]),
         )
@@ -117,6 +119,8 @@ class CompiledKernel:
             self.metadata.backend = "cuda"
             self.metadata.target = gpu.arch
             self.metadata.shared = gpu.shared
+            # TMA: the tensor maps the launcher encodes from host descriptors
+            self.metadata.tensor_maps = gpu.tensor_maps
             self.metadata.num_stages = gpu.num_stages
             self.n_regs = max(gpu.n_regs, 0)
             self.n_spills = gpu.n_spills
@@ -163,7 +167,22 @@ class CompiledKernel:
 
 
 
+def _descriptor_spec(name, type_string, divisible):
+    """A host TensorDescriptor argument typed 'tensordesc<fp16[64, 64]>'. As Triton
+    assumes for TMA descriptors, the last stride is 1; `divisible` marks sizes and
+    strides as multiples of 16."""
+    match = re.fullmatch(r"tensordesc<(\w+)\[([\d,\s]+)\]>", type_string.replace(" ", ""))
+    if not match or match.group(1) not in _TYPE_NAMES:
+        raise ValueError(f"argument '{name}': unknown descriptor type {type_string!r}")
+    block = tuple(int(b) for b in match.group(2).split(","))
+    sixteen = (16 if divisible else 1,) * (2 * len(block) - 1) + (1,)
+    unit = (False,) * (len(block) - 1) + (True,)
+    return ("desc", _TYPE_NAMES[match.group(1)], 16, block, "zero", sixteen, unit)
+
+
 def _spec(name, type_string, divisible):
+    if type_string.startswith("tensordesc<"):
+        return _descriptor_spec(name, type_string, divisible)
     if type_string.startswith("*"):
         elem = type_string[1:]
         if elem not in _TYPE_NAMES:
