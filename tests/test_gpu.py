@@ -637,9 +637,11 @@ def test_attention_loop_moves_data_only_through_pipelined_copies(kernel_name, ca
     bodies = loop_bodies(ptx)
     assert len(bodies) == 1
     for body in bodies:
-        # K and V arrive through cp.async into the tiles wgmma reads; the scores,
-        # the softmax and p stay in registers (p is wgmma's A operand).
-        assert "cp.async.cg.shared.global" in body
+        # K and V arrive through cp.async (by TMA from a descriptor) into the
+        # tiles wgmma reads; the scores, the softmax and p stay in registers (p
+        # is wgmma's A operand).
+        copy = "cp.async.bulk.tensor" if kernel_name == "attn_descriptor_kernel" else "cp.async.cg"
+        assert copy in body
         assert "ld.global" not in body and "st.shared" not in body and "ld.shared" not in body
         assert "wgmma.mma_async" in body
         assert any("}, {%r" in line for line in body.splitlines() if "wgmma.mma_async" in line)

@@ -711,10 +711,35 @@ def host_descriptor_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constex
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
 
 
+# The same with descriptors the kernel makes: on sm_90 the launcher computes
+# their base, sizes and strides from the arguments for the tensor maps.
+@tilec.jit
+def device_descriptor_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, BM: tl.constexpr,
+                                    BN: tl.constexpr, BK: tl.constexpr, B_KMAJOR: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr + 8, [M, K], [stride_am, 1], [BM, BK])
+    if B_KMAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([pm * BM, k])
+        if B_KMAJOR:
+            b = b_desc.load([pn * BN, k]).T
+        else:
+            b = b_desc.load([k, pn * BN])
+        acc = tl.dot(a, b, acc)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("made_in_kernel", [False, True])
 @pytest.mark.parametrize("dtype,b_kmajor", [("float16", False), ("float16", True),
                                             ("float8_e4m3fn", True)])
 @pytest.mark.parametrize("stages", [2, 3])
-def test_matmul_through_host_descriptors_at_the_edges(rng, dtype, b_kmajor, stages):
+def test_matmul_through_descriptors_at_the_edges(rng, dtype, b_kmajor, stages, made_in_kernel):
     torch = pytest.importorskip("torch")
     from tilec.tools.tensor_descriptor import TensorDescriptor
     M, N, K, BM, BN, BK = 100, 72, 88, 64, 64, 32
@@ -722,11 +747,14 @@ def test_matmul_through_host_descriptors_at_the_edges(rng, dtype, b_kmajor, stag
     a = wide[:, 8:8 + K]  # a row stride of 128 elements, 8 in from the start
     b = torch.from_numpy(nonzero(rng, (N, K) if b_kmajor else (K, N))).to(a.dtype)
     c = torch.zeros(M, N)
-    a_desc = TensorDescriptor.from_tensor(a, [BM, BK])
-    b_desc = TensorDescriptor.from_tensor(b, [BN, BK] if b_kmajor else [BK, BN])
-    host_descriptor_matmul_kernel[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](
-        a_desc, b_desc, c, M, N, K, BM=BM, BN=BN, BK=BK, B_KMAJOR=b_kmajor, num_warps=4,
-        num_stages=stages)
+    grid = (tilec.cdiv(M, BM), tilec.cdiv(N, BN))
+    meta = dict(BM=BM, BN=BN, BK=BK, B_KMAJOR=b_kmajor, num_warps=4, num_stages=stages)
+    if made_in_kernel:
+        device_descriptor_matmul_kernel[grid](wide, b, c, M, N, K, wide.stride(0), **meta)
+    else:
+        a_desc = TensorDescriptor.from_tensor(a, [BM, BK])
+        b_desc = TensorDescriptor.from_tensor(b, [BN, BK] if b_kmajor else [BK, BN])
+        host_descriptor_matmul_kernel[grid](a_desc, b_desc, c, M, N, K, **meta)
     ref = a.double() @ (b.double().T if b_kmajor else b.double())
     np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-4, atol=1e-3)
 

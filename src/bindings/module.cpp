@@ -353,7 +353,6 @@ NB_MODULE(_C, m) {
                      nb::list out;
                      for (const nvidia::TensorMapParam &m : k.tensorMaps) {
                        nb::dict d;
-                       d["arg"] = m.arg;
                        d["element_bytes"] = m.elementBytes;
                        d["box"] = m.box;
                        d["swizzle"] = m.swizzle;

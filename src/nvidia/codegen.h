@@ -24,15 +24,30 @@ struct GpuOptions {
 // How one runtime argument is passed: its PTX parameter type.
 enum class ParamKind { U32, U64, F32, F64 };
 
-// A tensor map (CUtensorMap) for a host tensor descriptor, which the launcher
-// encodes from the descriptor's runtime arguments and passes as a 128-byte
-// parameter after them; TMA copies (cp.async.bulk.tensor) read it.
+// One step of a postfix program that computes a scalar from the kernel's
+// runtime arguments at launch; every result is kept as its type keeps it
+// (`width`: 64 bits, or 32 signed or unsigned, to which it wraps).
+struct ScalarStep {
+  enum Kind { Arg, Const, Add, Sub, Mul, Cast, Grid } kind = Const;
+  enum Width { W64, S32, U32 } width = W64;
+  int64_t value = 0; // Arg: the argument's index; Const: the value; Grid: the axis
+};
+using ScalarProgram = std::vector<ScalarStep>;
+// The value of `program` for a launch's runtime arguments (their bits, in
+// order) and grid. Throws std::invalid_argument for a malformed program.
+int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numArgs,
+                 const int64_t grid[3]);
+
+// A tensor map (CUtensorMap) for TMA copies (cp.async.bulk.tensor) from a
+// tensor descriptor or block pointer whose base, sizes and strides the kernel
+// computes from its arguments alone: the launcher computes them too, encodes
+// the map and passes it as a 128-byte parameter after the runtime arguments.
 struct TensorMapParam {
-  int arg = 0;              // the runtime argument of its base; sizes, then strides follow
   int rank = 2;
   int elementBytes = 2;
-  std::vector<int64_t> box; // elements of one copy along each dim, outermost first
-  int swizzle = 0;          // bytes: 0 (none), 32, 64 or 128
+  std::vector<ScalarProgram> fields; // the base (bytes), each size, each stride (elements)
+  std::vector<int64_t> box;          // elements of one copy along each dim, outermost first
+  int swizzle = 0;                   // bytes: 0 (none), 32, 64 or 128
 };
 
 struct PtxKernel {

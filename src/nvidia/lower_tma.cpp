@@ -1,5 +1,5 @@
 // TMA copies of a pipeline's stages (sm_90): one thread copies each stage's
-// tiles of host tensor descriptors with cp.async.bulk.tensor, straight into
+// tiles of tensor descriptors and block pointers with cp.async.bulk.tensor, straight into
 // the swizzled tiles the dots read; an mbarrier per stage counts the bytes
 // landed, and every thread waits on it. No thread computes addresses or
 // bounds: the tensor map (encoded by the launcher) holds them, and the copy
@@ -10,16 +10,85 @@ namespace tilec::nvidia {
 
 namespace {
 
-bool isConstantOne(const Value *v) {
-  return v->def && v->def->kind == OpKind::Constant && v->def->intAttr("value") == 1;
+// The make_block_ptr block pointer `v` comes from, through advances and
+// loops that carry it advanced: its base, sizes and strides are `v`'s.
+const Op *blockPtrOrigin(const Value *v) {
+  while (v->def && v->def->kind == OpKind::Advance)
+    v = v->def->operand(0);
+  if (v->def)
+    return v->def->kind == OpKind::MakeBlockPtr ? v->def : nullptr;
+  const Block *body = v->owner;
+  if (!body || !body->parent || body->parent->kind != OpKind::For || v->index == 0)
+    return nullptr;
+  const Value *next = body->terminator()->operand(v->index - 1);
+  while (next->def && next->def->kind == OpKind::Advance)
+    next = next->def->operand(0);
+  return next == v ? blockPtrOrigin(body->parent->operand(2 + v->index)) : nullptr;
 }
 
-// The host descriptor's make_block_ptr that `l` loads from, or null.
-const Op *hostDescriptor(const PipelinedLoad &l) {
-  if (!l.block() || l.carried >= 0 || !l.base || !l.base->def)
-    return nullptr;
-  const Op *desc = l.base->def;
-  return desc->kind == OpKind::MakeBlockPtr && desc->attr("host_descriptor") ? desc : nullptr;
+ScalarStep::Width widthOf(DType d) {
+  return d == DType::I32 ? ScalarStep::S32 : d == DType::U32 ? ScalarStep::U32 : ScalarStep::W64;
+}
+
+// Appends the steps that compute scalar `v` from the kernel's arguments
+// and the grid (sums, differences and products of arguments, constants and
+// num_programs, casts between integers, pointer offsets); false when `v`
+// needs anything else (a program id).
+bool scalarProgram(const Function &fn, const Value *v, ScalarProgram &out) {
+  if (out.size() > 64 || v->type.isTensor())
+    return false;
+  DType d = v->type.dtype;
+  bool integer = d == DType::I32 || d == DType::U32 || d == DType::I64 || d == DType::U64;
+  if (!integer && d != DType::Ptr)
+    return false;
+  if (!v->def) {
+    if (v->owner != fn.body.get())
+      return false;
+    out.push_back({ScalarStep::Arg, widthOf(d), (int64_t)v->index});
+    return true;
+  }
+  const Op &op = *v->def;
+  switch (op.kind) {
+  case OpKind::Constant:
+    if (!integer)
+      return false;
+    out.push_back({ScalarStep::Const, widthOf(d), op.intAttr("value")});
+    return true;
+  case OpKind::NumPrograms:
+    out.push_back({ScalarStep::Grid, widthOf(d), op.intAttr("axis")});
+    return true;
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+    if (!integer || !scalarProgram(fn, op.operand(0), out) ||
+        !scalarProgram(fn, op.operand(1), out))
+      return false;
+    out.push_back({op.kind == OpKind::Add   ? ScalarStep::Add
+                   : op.kind == OpKind::Sub ? ScalarStep::Sub
+                                            : ScalarStep::Mul,
+                   widthOf(d), 0});
+    return true;
+  case OpKind::Cast: {
+    DType from = op.operand(0)->type.dtype;
+    bool fromInteger =
+        from == DType::I32 || from == DType::U32 || from == DType::I64 || from == DType::U64;
+    if (!integer || !fromInteger || !scalarProgram(fn, op.operand(0), out))
+      return false;
+    out.push_back({ScalarStep::Cast, widthOf(d), 0});
+    return true;
+  }
+  case OpKind::AddPtr: { // base + offset * element bytes
+    if (!scalarProgram(fn, op.operand(0), out) || !scalarProgram(fn, op.operand(1), out))
+      return false;
+    out.push_back({ScalarStep::Cast, ScalarStep::W64, 0});
+    out.push_back({ScalarStep::Const, ScalarStep::W64, dtypeBytes(v->type.pointee)});
+    out.push_back({ScalarStep::Mul, ScalarStep::W64, 0});
+    out.push_back({ScalarStep::Add, ScalarStep::W64, 0});
+    return true;
+  }
+  default:
+    return false;
+  }
 }
 
 // One copy moves a column block of the tile: `rows` lines of `swizzle` bytes.
@@ -27,45 +96,85 @@ int64_t copyColumns(const PipelinedLoad &l) { return l.tile.swizzle / l.bytes; }
 
 } // namespace
 
+int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numArgs,
+                 const int64_t grid[3]) {
+  std::vector<int64_t> stack;
+  auto wrap = [](int64_t v, ScalarStep::Width w) {
+    return w == ScalarStep::S32 ? (int64_t)(int32_t)v
+           : w == ScalarStep::U32 ? (int64_t)(uint32_t)v
+                                  : v;
+  };
+  for (const ScalarStep &s : program) {
+    if (s.kind == ScalarStep::Arg || s.kind == ScalarStep::Const || s.kind == ScalarStep::Grid) {
+      if ((s.kind == ScalarStep::Arg && (s.value < 0 || (size_t)s.value >= numArgs)) ||
+          (s.kind == ScalarStep::Grid && (s.value < 0 || s.value > 2)))
+        throw std::invalid_argument("a tensor map's program is malformed");
+      int64_t v = s.kind == ScalarStep::Arg    ? (int64_t)args[s.value]
+                  : s.kind == ScalarStep::Grid ? grid[s.value]
+                                               : s.value;
+      stack.push_back(wrap(v, s.width));
+      continue;
+    }
+    if (stack.empty() || (s.kind != ScalarStep::Cast && stack.size() < 2))
+      throw std::invalid_argument("a tensor map's program is malformed");
+    if (s.kind == ScalarStep::Cast) {
+      stack.back() = wrap(stack.back(), s.width);
+      continue;
+    }
+    // Wrapping arithmetic, as the kernel's integers wrap.
+    uint64_t b = (uint64_t)stack.back();
+    stack.pop_back();
+    uint64_t a = (uint64_t)stack.back();
+    uint64_t r = s.kind == ScalarStep::Add ? a + b : s.kind == ScalarStep::Sub ? a - b : a * b;
+    stack.back() = wrap((int64_t)r, s.width);
+  }
+  if (stack.size() != 1)
+    throw std::invalid_argument("a tensor map's program is malformed");
+  return stack.back();
+}
+
 bool Lowering::tmaCopyable(const PipelinedLoad &l) {
-  const Op *desc = hostDescriptor(l);
-  if (arch < 90 || !desc || l.transposed)
+  const Op *origin = l.block() ? blockPtrOrigin(l.load->operand(0)) : nullptr;
+  if (arch < 90 || !origin || l.transposed)
     return false;
   const std::vector<int64_t> &shape = l.load->result()->type.shape;
   const SharedTile &t = l.tile;
   // A 2-D tile as loaded, in lines of at most 256 rows (a copy's box), each
   // block of lines starting where the swizzle pattern does.
   if (shape.size() != 2 || t.rows != shape[0] || t.rowBytes != shape[1] * l.bytes ||
-      t.rows % 8 || t.rows > 256 || desc->operands.size() != 7)
+      t.rows % 8 || t.rows > 256 || origin->operands.size() != 7)
     return false;
   // TMA needs a 16-byte aligned base, 16-byte multiples as strides and a
-  // unit stride along the rows: what the descriptor's specialization proved.
-  auto multipleOf16 = [&](const Value *v) {
-    return v->owner == fn.body.get() && (size_t)v->index < fn.argDivisibility.size() &&
-           fn.argDivisibility[v->index] % 16 == 0;
-  };
-  if (!multipleOf16(desc->operand(0)) || !multipleOf16(desc->operand(3)) ||
-      !isConstantOne(desc->operand(4)))
+  // unit stride along the rows.
+  std::optional<BlockPtrInfo> info = blockPtrInfo(axisInfo, l.load->operand(0));
+  if (!info || !info->unitStride[1] || info->baseDivisibility % 16 ||
+      info->strideDivisibility[0] * l.bytes % 16)
     return false;
-  // One tensor map per descriptor: its box must be this tile's.
-  int arg = (int)desc->intAttr("host_descriptor");
-  for (const TensorMapParam &m : tensorMaps_)
-    if (m.arg == arg && (m.box != std::vector<int64_t>{t.rows, copyColumns(l)} ||
-                         m.elementBytes != l.bytes))
+  auto known = tensorMapAddrs_.find(origin);
+  if (known != tensorMapAddrs_.end()) // one map per block pointer: its box must be this tile's
+    return tensorMaps_[known->second.first].box == std::vector<int64_t>{t.rows, copyColumns(l)} &&
+           tensorMaps_[known->second.first].elementBytes == l.bytes;
+  // The launcher computes the base, sizes and strides as the kernel does.
+  for (int k = 0; k < 5; ++k) {
+    ScalarProgram program;
+    if (!scalarProgram(fn, origin->operand(k), program))
       return false;
+  }
   return true;
 }
 
 std::string Lowering::tensorMapAddress(const PipelinedLoad &l) {
-  const Op *desc = hostDescriptor(l);
-  int arg = (int)desc->intAttr("host_descriptor");
-  auto it = tensorMapAddrs_.find(arg);
+  const Op *origin = blockPtrOrigin(l.load->operand(0));
+  auto it = tensorMapAddrs_.find(origin);
   if (it != tensorMapAddrs_.end())
-    return it->second;
+    return it->second.second;
   TensorMapParam m;
-  m.arg = arg;
   m.rank = 2;
   m.elementBytes = l.bytes;
+  for (int k = 0; k < 5; ++k) {
+    m.fields.emplace_back();
+    scalarProgram(fn, origin->operand(k), m.fields.back()); // tmaCopyable checked it
+  }
   m.box = {l.tile.rows, copyColumns(l)};
   m.swizzle = l.tile.swizzle == 16 ? 0 : l.tile.swizzle;
   std::string name = fn.name + "_param_" + std::to_string(fn.body->args.size() + tensorMaps_.size());
@@ -74,7 +183,8 @@ std::string Lowering::tensorMapAddress(const PipelinedLoad &l) {
   std::string addr = b.reg(RegClass::B64);
   b.emitPrologue("mov.b64 " + addr + ", " + name);
   b.emitPrologue("cvta.param.u64 " + addr + ", " + addr);
-  return tensorMapAddrs_[arg] = addr;
+  tensorMapAddrs_[origin] = {tensorMaps_.size() - 1, addr};
+  return addr;
 }
 
 std::string Lowering::tmaLeader() {

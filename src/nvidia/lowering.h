@@ -334,7 +334,7 @@ public:
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
   // TMA (lower_tma.cpp): whether `l` of a loop can be copied with TMA; the
-  // address of its descriptor's tensor map (a parameter the launcher encodes);
+  // address of its block pointer's tensor map (a parameter the launcher encodes);
   // the one thread that issues copies; and a pipeline's barriers, copies and waits.
   bool tmaCopyable(const PipelinedLoad &l);
   std::string tensorMapAddress(const PipelinedLoad &l);
@@ -410,7 +410,8 @@ private:
   int64_t pipelineBytes_ = 0;
   int64_t sharedBytes_ = 0;
   std::vector<TensorMapParam> tensorMaps_; // the kernel's tensor map parameters
-  std::map<int, std::string> tensorMapAddrs_; // by the descriptor's first argument
+  // Each block pointer's map: its parameter's index and address.
+  std::map<const Op *, std::pair<size_t, std::string>> tensorMapAddrs_;
   std::string tmaLeader_;
   int minElementBytes_ = 4;
 };

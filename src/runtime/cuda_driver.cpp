@@ -497,10 +497,13 @@ TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64
     values += (d ? ", " : "") + std::to_string(sizes[d]) + "/" + std::to_string(strides[d]) +
               "/" + std::to_string(box[d]);
   }
+  TensorMap map{};
+  for (int d = 0; d < rank; ++d)
+    if (sizes[d] == 0)
+      return map; // an empty tensor: the kernel copies nothing from it (every copy would be outside)
   const int dataType = elementBytes == 1 ? 0 : elementBytes == 2 ? 1 : elementBytes == 4 ? 2 : 4;
   const int swizzleMode = swizzle == 32 ? 1 : swizzle == 64 ? 2 : swizzle == 128 ? 3 : 0;
   const int l2Promotion256 = 3;
-  TensorMap map{};
   CUresult r = api.tensorMapEncodeTiled(&map, dataType, (unsigned)rank, (void *)base, dims,
                                         byteStrides, boxDims, elementStrides, /*interleave=*/0,
                                         swizzleMode, l2Promotion256, /*oobFill zero=*/0);

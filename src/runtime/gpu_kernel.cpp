@@ -127,48 +127,83 @@ bool parseDouble(const std::string &text, double &out) {
   return true;
 }
 
-// Tensor maps as "arg rank bytes swizzle box..." joined by ';'.
+// Tensor maps as "rank bytes swizzle box... | field | field ..." joined by
+// ';', each field's steps as "kind,width,value".
 std::string tensorMapsText(const std::vector<nvidia::TensorMapParam> &maps) {
   std::string out;
   for (const nvidia::TensorMapParam &m : maps) {
-    out += (out.empty() ? "" : ";") + std::to_string(m.arg) + " " + std::to_string(m.rank) + " " +
+    out += (out.empty() ? "" : ";") + std::to_string(m.rank) + " " +
            std::to_string(m.elementBytes) + " " + std::to_string(m.swizzle);
     for (int64_t b : m.box)
       out += " " + std::to_string(b);
+    for (const nvidia::ScalarProgram &field : m.fields) {
+      out += " |";
+      for (const nvidia::ScalarStep &step : field)
+        out += " " + std::to_string((int)step.kind) + "," + std::to_string((int)step.width) + "," +
+               std::to_string(step.value);
+    }
   }
   return out;
 }
 
+// `text` split at each `sep`.
+std::vector<std::string> splitText(const std::string &text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at; (at = text.find(sep, start)) != std::string::npos; start = at + 1)
+    out.push_back(text.substr(start, at - start));
+  out.push_back(text.substr(start));
+  return out;
+}
+
+bool parseInt64(const std::string &text, int64_t &out) {
+  if (!isDigits(text, !text.empty() && text[0] == '-', false))
+    return false;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), nullptr, 10);
+  out = v;
+  return errno == 0;
+}
+
 bool parseTensorMaps(const std::string &text, std::vector<nvidia::TensorMapParam> &out) {
   out.clear();
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::vector<int> fields;
-    std::string part = text.substr(start, end - start);
-    for (size_t at = 0; at < part.size();) {
-      size_t space = part.find(' ', at);
-      if (space == std::string::npos)
-        space = part.size();
-      int v;
-      if (!parseInt(part.substr(at, space - at), v))
-        return false;
-      fields.push_back(v);
-      at = space + 1;
-    }
+  if (text.empty())
+    return true;
+  for (const std::string &map : splitText(text, ';')) {
+    std::vector<std::string> parts = splitText(map, '|');
+    std::vector<std::string> head = splitText(parts[0], ' ');
     nvidia::TensorMapParam m;
-    if (fields.size() < 5 || fields[0] < 0 || fields[1] < 1 || fields[1] > 5 ||
-        fields.size() != 4 + (size_t)fields[1])
+    if (head.size() < 4 || !parseInt(head[0], m.rank) || !parseInt(head[1], m.elementBytes) ||
+        !parseInt(head[2], m.swizzle) || m.rank < 1 || m.rank > 5 ||
+        head.size() != 4 + (size_t)m.rank || !head.back().empty() ||
+        parts.size() != 2 + 2 * (size_t)m.rank)
       return false;
-    m.arg = (int)fields[0];
-    m.rank = (int)fields[1];
-    m.elementBytes = (int)fields[2];
-    m.swizzle = (int)fields[3];
-    m.box.assign(fields.begin() + 4, fields.end());
-    out.push_back(m);
-    start = end + 1;
+    for (int d = 0; d < m.rank; ++d) {
+      int b;
+      if (!parseInt(head[3 + d], b))
+        return false;
+      m.box.push_back(b);
+    }
+    for (size_t f = 1; f < parts.size(); ++f) {
+      std::vector<std::string> steps = splitText(parts[f], ' ');
+      if (steps.size() < 2 || !steps[0].empty())
+        return false;
+      nvidia::ScalarProgram program;
+      for (size_t k = 1; k < steps.size(); ++k) {
+        if (steps[k].empty() && k + 1 == steps.size())
+          break; // the space before the next '|'
+        std::vector<std::string> fields = splitText(steps[k], ',');
+        int kind, width;
+        int64_t value;
+        if (fields.size() != 3 || !parseInt(fields[0], kind) || !parseInt(fields[1], width) ||
+            !parseInt64(fields[2], value) || kind < 0 || kind > nvidia::ScalarStep::Grid ||
+            width < 0 || width > nvidia::ScalarStep::U32)
+          return false;
+        program.push_back({(nvidia::ScalarStep::Kind)kind, (nvidia::ScalarStep::Width)width, value});
+      }
+      m.fields.push_back(std::move(program));
+    }
+    out.push_back(std::move(m));
   }
   return true;
 }
@@ -348,17 +383,29 @@ void GpuKernel::launch(std::array<int64_t, 3> grid, const std::vector<uint64_t> 
     }
     ptrs[i] = &storage[i];
   }
-  // Each tensor map from its descriptor's base, sizes and strides.
+  // Each tensor map from its block pointer's base, sizes and strides,
+  // computed from the arguments as the kernel computes them; encoded again
+  // only when they changed since the last launch.
   std::vector<cuda::TensorMap> maps(tensorMaps.size());
-  for (size_t m = 0; m < tensorMaps.size(); ++m) {
-    const nvidia::TensorMapParam &t = tensorMaps[m];
-    if (t.arg + 1 + 2 * (size_t)t.rank > args.size())
-      throw std::invalid_argument("tensor map " + std::to_string(m) + " reads past the arguments");
-    const int64_t *dims = reinterpret_cast<const int64_t *>(&args[t.arg + 1]);
-    maps[m] = cuda::encodeTensorMap(args[t.arg], t.elementBytes, t.rank, dims, dims + t.rank,
-                                    t.box.data(), t.swizzle);
-    ptrs.push_back(&maps[m]);
+  if (!maps.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mapCache_.resize(maps.size());
+    for (size_t m = 0; m < tensorMaps.size(); ++m) {
+      const nvidia::TensorMapParam &t = tensorMaps[m];
+      std::array<int64_t, 11> values{};
+      for (size_t f = 0; f < t.fields.size() && f < values.size(); ++f)
+        values[f] = nvidia::evaluate(t.fields[f], args.data(), args.size(), grid.data());
+      auto &[key, map] = mapCache_[m];
+      if (!key || *key != values) {
+        map = cuda::encodeTensorMap((uint64_t)values[0], t.elementBytes, t.rank, &values[1],
+                                    &values[1 + t.rank], t.box.data(), t.swizzle);
+        key = values;
+      }
+      maps[m] = map;
+    }
   }
+  for (cuda::TensorMap &map : maps)
+    ptrs.push_back(&map);
   cuda::launchWithAttributes(k, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
                              numThreads, sharedBytes, stream, ptrs.data(),
                              options.launchCooperative, options.launchPdl, nullptr);

@@ -7,10 +7,12 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nvidia/codegen.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/compiler.h"
 
 namespace tilec {
@@ -39,6 +41,8 @@ struct GpuKernel {
 private:
   std::mutex mutex_;
   std::vector<std::shared_ptr<cuda::Kernel>> modules_; // by device
+  // Each tensor map as last encoded, and the base, sizes and strides it was encoded from.
+  std::vector<std::pair<std::optional<std::array<int64_t, 11>>, cuda::TensorMap>> mapCache_;
 };
 
 // Lowers a compiled kernel to PTX for `options.arch` and, when `assemble`,

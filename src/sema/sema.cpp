@@ -26,7 +26,6 @@ static Type paramType(const KernelParam &p) {
 static Value *descriptorParam(Function &fn, Builder &entry, const std::string &name,
                               const KernelParam &p) {
   size_t rank = p.blockShape.size();
-  int64_t firstArg = (int64_t)fn.body->args.size();
   std::vector<Value *> operands;
   auto arg = [&](const std::string &argName, Type t, int divisibility) {
     fn.argNames.push_back(argName);
@@ -52,9 +51,6 @@ static Value *descriptorParam(Function &fn, Builder &entry, const std::string &n
                         {Type::blockPointer(p.dtype, p.blockShape)});
   op->setAttr("order", order);
   op->setAttr("padding", p.padding);
-  // Which arguments hold it: the GPU backend may copy through a tensor map
-  // the launcher encodes from them (TMA).
-  op->setAttr("host_descriptor", firstArg);
   return op->result();
 }
 
