@@ -8,6 +8,7 @@
 #   run(command="bash scripts/gpu_check.sh language") # build + the wider language's benchmarks
 #   run(command="bash scripts/gpu_check.sh attention") # build + flash attention vs Triton
 #   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
+#   run(command="bash scripts/gpu_check.sh persistent")  # build + tutorial 09's matmuls vs Triton (carry .conformance)
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -64,6 +65,9 @@ if want attention; then  # flash attention against Triton and SDPA; tilec's PTX 
     $PY scripts/compare_triton.py attention --d $d --out /tmp/compare/d$d 2>&1 | tee -a "$OUT/compare.log"
   done
   tar -C /tmp -czf "$OUT/compare.tgz" compare
+fi
+if want persistent && [[ -d .conformance ]]; then  # tutorial 09's matmuls (pointers, TMA, persistent) vs Triton
+  $PY benchmarks/tutorials.py ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent.log"
 fi
 if want training; then  # memory-bound training kernels, forward and backward, against Triton and torch
   $PY benchmarks/training.py 2>&1 | tee "$OUT/training.log"

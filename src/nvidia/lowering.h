@@ -56,6 +56,11 @@ struct PipelinedLoad {
   std::vector<const Value *> deltas;
   const Value *base = nullptr;
   std::vector<std::vector<const Value *>> starts;
+  // Offsets computed from the induction variable otherwise (k * BLOCK_K): by
+  // dim, the body's ops they are computed from, recomputed for each iteration
+  // copied and added to the pointer's own offset (kept in `offsetBases`).
+  std::map<int, std::vector<const Op *>> offsetSlices;
+  std::map<int, std::string> offsetBases;
   std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
   SharedTile tile;                   // as the dot reads it (operandTiles)
   bool transposed = false;           // the tile holds the value transposed ([N][K] B)

@@ -10,9 +10,12 @@
 // induction variable, recomputed for each copied iteration), from a
 // loop-carried block pointer advanced by loop-invariant amounts, or from a
 // loop-invariant block pointer (a descriptor) at offsets moving with the loop
-// (their bounds checks zero-fill), when whole vectors of 4 to 16 bytes go to
-// each tile row: one dot (a matmul) or several (attention's q @ k and p @ v,
-// its backward's four). Other loads run as written.
+// or computed from the induction variable (k * BLOCK_K; recomputed for each
+// copied iteration) (their bounds checks zero-fill), when whole vectors of 4
+// to 16 bytes go to each tile row: one dot (a matmul) or several (attention's
+// q @ k and p @ v, its backward's four). On sm_90, tiles of block pointers
+// whose base, sizes and strides come from the arguments go by TMA
+// (lower_tma.cpp). Other loads run as written.
 #include <algorithm>
 #include <unordered_set>
 
@@ -155,8 +158,12 @@ static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &
   for (size_t d = 1; d < adv->operands.size(); ++d) {
     std::vector<const Value *> start;
     const Value *delta = nullptr;
-    if (!movingOffset(forOp, adv->operand(d), start, delta))
-      return false;
+    if (!movingOffset(forOp, adv->operand(d), start, delta)) {
+      std::vector<const Op *> slice; // a function of the induction variable: recomputed
+      if (!inductionSlice(body, adv->operand(d), slice) || slice.empty())
+        return false;
+      s.offsetSlices[(int)d - 1] = std::move(slice);
+    }
     s.starts.push_back(std::move(start));
     s.deltas.push_back(delta);
   }
@@ -411,6 +418,14 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
 // each zero-filled where `valid` (or the load's mask, or its bounds) is false.
 static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
                         const std::string &valid) {
+  for (PipelinedLoad &l : p.loads)
+    for (auto &[d, slice] : l.offsetSlices) { // this iteration's offset, computed again
+      const Value *offset = l.load->operand(0)->def->operand(1 + d);
+      std::string at = L.valueAt(offset, slice, p.ivValue, iv, nullptr).regs[0];
+      at = L.castScalar(at, offset->type.dtype, DType::I64, false);
+      std::string &reg = l.next.regs[1 + 2 * l.deltas.size() + d];
+      L.b.emit("add.s64 " + reg + ", " + l.offsetBases[d] + ", " + at);
+    }
   if (p.tma) {
     L.issueTmaCopies(p, slot, valid);
     return;
@@ -520,6 +535,10 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
         std::string &reg = fresh.regs[1 + 2 * l.starts.size() + d];
         b.emit("add.s64 " + reg + ", " + reg + ", " + off);
       }
+    for (auto &[d, slice] : l.offsetSlices) { // the pointer's own offset, kept apart
+      l.offsetBases[d] = b.reg(RegClass::B64);
+      moveInto(*this, l.offsetBases[d], fresh.regs[1 + 2 * l.starts.size() + d], RegClass::B64);
+    }
     l.next = fresh;
   }
   if (p.tma)

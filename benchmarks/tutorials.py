@@ -1,0 +1,90 @@
+"""Triton's persistent-matmul tutorial (09), its kernels unchanged, timed with
+tilec and with Triton in one run: the plain and the persistent matmul (pointer
+tensors), and the TMA ones (host tensor descriptors; persistent; descriptors
+made in the kernel), each autotuned over the tutorial's own configs, beside
+cuBLAS, in TFLOP/s. Needs the conformance folder: ../shared/conformance, or
+.conformance (as scripts/gpu_check.sh carries it).
+
+    python benchmarks/tutorials.py [--k 512 4096] [--prec fp16|fp8]
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gpu import bench, load_kernels, safe  # sets fresh cache folders: cold compiles
+
+
+def tutorial_path(name):
+    for root in (os.path.join(HERE, "..", ".conformance"),
+                 os.path.join(HERE, "..", "..", "shared", "conformance")):
+        path = os.path.join(root, "triton-3.6", "python", "tutorials", name)
+        if os.path.exists(path):
+            return os.path.abspath(path)
+    raise SystemExit(f"{name} not found: copy ../shared/conformance to .conformance")
+
+
+# The tutorial's entry points: (label, function name, extra arguments, takes b^T).
+VARIANTS = [
+    ("naive", "matmul", (), True),
+    ("persistent", "matmul_persistent", (), True),
+    ("tma", "matmul_tma", (False,), False),
+    ("tma_persistent", "matmul_tma_persistent", (False,), False),
+    ("descriptor_persistent", "matmul_descriptor_persistent", (False,), False),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--k", type=int, nargs="+", default=[512, 4096])
+    parser.add_argument("--prec", choices=["fp16", "fp8"], default="fp16")
+    args = parser.parse_args()
+    path = tutorial_path("09-persistent-matmul.py")
+    with contextlib.redirect_stdout(io.StringIO()):  # the module prints nothing; be sure
+        sides = {"tilec": load_kernels("t09_tilec", True, path),
+                 "triton": load_kernels("t09_triton", False, path)}
+    dtype = torch.float8_e4m3fn if args.prec == "fp8" else torch.float16
+    M = N = 8192
+    print(f"tutorial 09 (persistent matmul), {args.prec}, M=N={M}, TFLOP/s; "
+          f"{torch.cuda.get_device_name()}")
+    print(f"{'kernel':<24} {'K':>6} {'tilec':>8} {'triton':>8} {'t/tri':>7}")
+    for K in args.k:
+        torch.manual_seed(0)
+        a = torch.randn((M, K), device="cuda", dtype=torch.float16).to(dtype)
+        b = torch.randn((K, N), device="cuda", dtype=torch.float16).to(dtype)
+        bt = b.T.contiguous()  # [N, K], as the tutorial keeps it
+        flops = 2.0 * M * N * K
+        expect = (a.float() @ b.float()).half() if dtype == torch.float16 else None
+        blas = sides["triton"].device_blas
+        if blas is not None:
+            ms = bench(lambda: sides["triton"].device_blas_matmul(a, bt))
+            print(f"{'cuBLAS':<24} {K:>6} {flops / ms * 1e-9:>8.1f}")
+        for label, name, extra, transposed in VARIANTS:
+            results = {}
+            for who, module in sides.items():
+                fn = getattr(module, name)
+                run = (lambda fn=fn: fn(a, bt.T, *extra)) if transposed else \
+                      (lambda fn=fn: fn(a, bt, *extra))
+
+                def timed(run=run):
+                    out = run()  # autotunes on the first call
+                    if expect is not None:
+                        torch.testing.assert_close(out.float(), expect.float(), atol=1.0,
+                                                   rtol=0.05)
+                    return flops / bench(run) * 1e-9
+
+                results[who] = safe(timed)
+            t, r = results["tilec"], results["triton"]
+            ratio = f"{t / r:>7.2f}" if isinstance(t, float) and isinstance(r, float) else "      -"
+            cells = [f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r)]
+            print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
