@@ -30,14 +30,25 @@ def tutorial_path(name):
     raise SystemExit(f"{name} not found: copy ../shared/conformance to .conformance")
 
 
-# The tutorial's entry points: (label, function name, extra arguments, takes b^T).
+# The tutorial's entry points: (label, function name, extra arguments, takes
+# b^T, the autotuned kernel).
 VARIANTS = [
-    ("naive", "matmul", (), True),
-    ("persistent", "matmul_persistent", (), True),
-    ("tma", "matmul_tma", (False,), False),
-    ("tma_persistent", "matmul_tma_persistent", (False,), False),
-    ("descriptor_persistent", "matmul_descriptor_persistent", (False,), False),
+    ("naive", "matmul", (), True, "matmul_kernel"),
+    ("persistent", "matmul_persistent", (), True, "matmul_kernel_persistent"),
+    ("tma", "matmul_tma", (False,), False, "matmul_kernel_tma"),
+    ("tma_persistent", "matmul_tma_persistent", (False,), False, "matmul_kernel_tma_persistent"),
+    ("descriptor_persistent", "matmul_descriptor_persistent", (False,), False,
+     "matmul_kernel_descriptor_persistent"),
 ]
+
+
+def config_text(config):
+    if config is None:
+        return "-"
+    k = config.kwargs
+    return (f"{k.get('BLOCK_SIZE_M')}x{k.get('BLOCK_SIZE_N')}x{k.get('BLOCK_SIZE_K')} "
+            f"w{config.num_warps} s{config.num_stages}"
+            + (" sub" if k.get("EPILOGUE_SUBTILE") else ""))
 
 
 def main():
@@ -46,6 +57,7 @@ def main():
     parser.add_argument("--prec", choices=["fp16", "fp8"], default="fp16")
     args = parser.parse_args()
     path = tutorial_path("09-persistent-matmul.py")
+    import triton  # Triton itself first: its compiled modules stay registered
     with contextlib.redirect_stdout(io.StringIO()):  # the module prints nothing; be sure
         sides = {"tilec": load_kernels("t09_tilec", True, path),
                  "triton": load_kernels("t09_triton", False, path)}
@@ -53,7 +65,7 @@ def main():
     M = N = 8192
     print(f"tutorial 09 (persistent matmul), {args.prec}, M=N={M}, TFLOP/s; "
           f"{torch.cuda.get_device_name()}")
-    print(f"{'kernel':<24} {'K':>6} {'tilec':>8} {'triton':>8} {'t/tri':>7}")
+    print(f"{'kernel':<24} {'K':>6} {'tilec':>8} {'triton':>8} {'t/tri':>7}   configs chosen")
     for K in args.k:
         torch.manual_seed(0)
         a = torch.randn((M, K), device="cuda", dtype=torch.float16).to(dtype)
@@ -65,7 +77,7 @@ def main():
         if blas is not None:
             ms = bench(lambda: sides["triton"].device_blas_matmul(a, bt))
             print(f"{'cuBLAS':<24} {K:>6} {flops / ms * 1e-9:>8.1f}")
-        for label, name, extra, transposed in VARIANTS:
+        for label, name, extra, transposed, kernel in VARIANTS:
             results = {}
             for who, module in sides.items():
                 fn = getattr(module, name)
@@ -83,7 +95,9 @@ def main():
             t, r = results["tilec"], results["triton"]
             ratio = f"{t / r:>7.2f}" if isinstance(t, float) and isinstance(r, float) else "      -"
             cells = [f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r)]
-            print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}", flush=True)
+            chosen = "  ".join(f"{who}: {config_text(getattr(getattr(m, kernel), 'best_config', None))}"
+                               for who, m in sides.items())
+            print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}   {chosen}", flush=True)
 
 
 if __name__ == "__main__":
