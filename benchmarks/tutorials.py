@@ -55,12 +55,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--k", type=int, nargs="+", default=[512, 4096])
     parser.add_argument("--prec", choices=["fp16", "fp8"], default="fp16")
+    parser.add_argument("--only", nargs="+", help="the kernels to time (naive, tma, ...)")
     args = parser.parse_args()
     path = tutorial_path("09-persistent-matmul.py")
-    import triton  # Triton itself first: its compiled modules stay registered
+    import triton  # noqa: F401  Triton itself first: its compiled modules stay registered
+    import triton.tools.tensor_descriptor  # noqa: F401  (Triton's own, for its side)
     with contextlib.redirect_stdout(io.StringIO()):  # the module prints nothing; be sure
-        sides = {"tilec": load_kernels("t09_tilec", True, path),
-                 "triton": load_kernels("t09_triton", False, path)}
+        triton_side = load_kernels("t09_triton", False, path)
+        sides = {"tilec": load_kernels("t09_tilec", True, path), "triton": triton_side}
     dtype = torch.float8_e4m3fn if args.prec == "fp8" else torch.float16
     M = N = 8192
     print(f"tutorial 09 (persistent matmul), {args.prec}, M=N={M}, TFLOP/s; "
@@ -78,6 +80,8 @@ def main():
             ms = bench(lambda: sides["triton"].device_blas_matmul(a, bt))
             print(f"{'cuBLAS':<24} {K:>6} {flops / ms * 1e-9:>8.1f}")
         for label, name, extra, transposed, kernel in VARIANTS:
+            if args.only and label not in args.only:
+                continue
             results = {}
             for who, module in sides.items():
                 fn = getattr(module, name)
