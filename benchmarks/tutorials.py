@@ -56,6 +56,8 @@ def main():
     parser.add_argument("--k", type=int, nargs="+", default=[512, 4096])
     parser.add_argument("--prec", choices=["fp16", "fp8"], default="fp16")
     parser.add_argument("--only", nargs="+", help="the kernels to time (naive, tma, ...)")
+    parser.add_argument("--each-config", action="store_true",
+                        help="time every config of the tutorial, not only the autotuned best")
     args = parser.parse_args()
     path = tutorial_path("09-persistent-matmul.py")
     import triton  # noqa: F401  Triton itself first: its compiled modules stay registered
@@ -82,26 +84,37 @@ def main():
         for label, name, extra, transposed, kernel in VARIANTS:
             if args.only and label not in args.only:
                 continue
-            results = {}
-            for who, module in sides.items():
-                fn = getattr(module, name)
-                run = (lambda fn=fn: fn(a, bt.T, *extra)) if transposed else \
-                      (lambda fn=fn: fn(a, bt, *extra))
+            tuners = {who: getattr(m, kernel) for who, m in sides.items()}
+            configs = {who: list(t.configs) for who, t in tuners.items()}
+            for c in range(len(configs["tilec"]) if args.each_config else 1):
+                results = {}
+                for who, module in sides.items():
+                    if args.each_config:  # one config: nothing to tune
+                        tuners[who].configs = [configs[who][c]]
+                        tuners[who].cache.clear()
+                    results[who] = safe(lambda: time_one(module, name, extra, transposed, a, bt,
+                                                         expect, flops))
+                report(label, K, results, tuners)
+            for who, t in tuners.items():
+                t.configs = configs[who]
 
-                def timed(run=run):
-                    out = run()  # autotunes on the first call
-                    if expect is not None:
-                        torch.testing.assert_close(out.float(), expect.float(), atol=1.0,
-                                                   rtol=0.05)
-                    return flops / bench(run) * 1e-9
 
-                results[who] = safe(timed)
-            t, r = results["tilec"], results["triton"]
-            ratio = f"{t / r:>7.2f}" if isinstance(t, float) and isinstance(r, float) else "      -"
-            cells = [f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r)]
-            chosen = "  ".join(f"{who}: {config_text(getattr(getattr(m, kernel), 'best_config', None))}"
-                               for who, m in sides.items())
-            print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}   {chosen}", flush=True)
+def time_one(module, name, extra, transposed, a, bt, expect, flops):
+    fn = getattr(module, name)
+    run = (lambda: fn(a, bt.T, *extra)) if transposed else (lambda: fn(a, bt, *extra))
+    out = run()  # autotunes on the first call
+    if expect is not None:
+        torch.testing.assert_close(out.float(), expect.float(), atol=1.0, rtol=0.05)
+    return flops / bench(run) * 1e-9
+
+
+def report(label, K, results, tuners):
+    t, r = results["tilec"], results["triton"]
+    ratio = f"{t / r:>7.2f}" if isinstance(t, float) and isinstance(r, float) else "      -"
+    cells = [f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r)]
+    chosen = "  ".join(f"{who}: {config_text(getattr(tuner, 'best_config', None))}"
+                       for who, tuner in tuners.items())
+    print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}   {chosen}", flush=True)
 
 
 if __name__ == "__main__":
