@@ -428,6 +428,7 @@ bool Lowering::rematerializable(const Value *v, int depth) {
       break;
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
+    case OpKind::Reshape:
       ok = rematerializable(def->operand(0), depth + 1);
       break;
     default:
@@ -475,6 +476,11 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
   case OpKind::ExpandDims: {
     int axis = (int)def.intAttr("axis");
     TVal s = materialize(def.operand(0), intern(sliceLayout(*to, axis)));
+    out = TVal{to, s.regs};
+    break;
+  }
+  case OpKind::Reshape: { // the same registers, each element at its place in the new shape
+    TVal s = materialize(def.operand(0), intern(reshapeLayout(*to, def.operand(0)->type.shape)));
     out = TVal{to, s.regs};
     break;
   }

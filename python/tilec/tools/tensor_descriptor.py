@@ -4,7 +4,9 @@ tensor with the tile shape a kernel loads and stores through it
 edges read zeros outside it and write nothing there.
 
 tilec passes a descriptor as its base pointer, sizes and strides; the kernel
-sees a block pointer (no TMA descriptor is built)."""
+sees a block pointer. On sm_90, where the kernel copies its tiles with TMA, the
+launcher also encodes a tensor map from them (CUtensorMap, at each launch whose
+pointer, sizes or strides changed)."""
 
 from dataclasses import dataclass
 from typing import Any, List
