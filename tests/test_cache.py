@@ -237,6 +237,8 @@ def test_kernel_bytes_round_trip_and_reject_malformed_input(cache_dir, kernels):
     (b"num_regs", b"12x"), (b"num_regs", b" 12"), (b"num_threads", b"0"),
     (b"params", b"iz"), (b"options.debug", b"2"), (b"emit_ms", b"0x12"),
     (b"format", b"tilec-gpu-kernel-0"),
+    (b"tensor_maps", b"2 2 128 64 64 | 0,0,1"),  # 1 of its 5 fields
+    (b"tensor_maps", b"2 2 128 64 64 | 0,0,1 | 9,0,1 | 0,0,2 | 0,0,3 | 1,0,1"),  # step kind 9
 ])
 def test_kernel_bytes_with_a_bad_field_are_rejected(cache_dir, kernels, field, value):
     data = compile_kernel(kernels).gpu.to_bytes()

@@ -680,3 +680,37 @@ def test_descriptors_with_unproven_strides_copy_without_tma():
     """TMA needs 16-byte multiples as strides: unproven, no copy is a TMA one."""
     k = _host_descriptor_attention(divisible=False)
     assert "cp.async.bulk" not in k.asm["ptx"] and k.metadata.tensor_maps == []
+
+
+@needs_ptxas
+def test_tensor_maps_survive_the_disk_cache():
+    from tilec import _C
+    k = _host_descriptor_attention(divisible=True)
+    again = _C.gpu_kernel_from_bytes(k.gpu.to_bytes())
+    assert again.tensor_maps == k.gpu.tensor_maps and len(again.tensor_maps) == 2
+    assert again.to_bytes() == k.gpu.to_bytes()
+
+
+@tilec.jit
+def split_epilogue_kernel(a_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Tutorial 09's subtiled epilogue: the accumulator split in two halves."""
+    r = tl.arange(0, BM)
+    n = tl.arange(0, BN)
+    a = tl.load(a_ptr + r[:, None] * 64 + tl.arange(0, 64)[None, :])
+    b = tl.load(a_ptr + tl.arange(0, 64)[:, None] * BN + n[None, :])
+    acc = tl.dot(a, b)
+    acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+    half = r[:, None] * BN + tl.arange(0, BN // 2)[None, :]
+    tl.store(c_ptr + half, acc0.to(tl.float16))
+    tl.store(c_ptr + half + BN // 2, acc1.to(tl.float16))
+
+
+@needs_ptxas
+def test_a_split_of_the_accumulator_stays_in_registers():
+    """split's lane mask (an iota reshaped and broadcast) is computed where the
+    accumulator's registers are, not moved there through shared memory."""
+    import re
+    k = tilec.compile(split_epilogue_kernel, signature={"a_ptr": "*fp16", "c_ptr": "*fp16"},
+                      constexprs={"BM": 128, "BN": 128}, target="sm_90a", num_warps=4)
+    conversions = re.findall(r"// convert #\w+<(\S+)", k.asm["ptx"])
+    assert not [c for c in conversions if c.count("x") == 2]  # no 3-D conversion
