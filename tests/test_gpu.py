@@ -714,3 +714,35 @@ def test_a_split_of_the_accumulator_stays_in_registers():
                       constexprs={"BM": 128, "BN": 128}, target="sm_90a", num_warps=4)
     conversions = re.findall(r"// convert #\w+<(\S+)", k.asm["ptx"])
     assert not [c for c in conversions if c.count("x") == 2]  # no 3-D conversion
+
+
+@needs_ptxas
+def test_pointers_computed_from_the_loop_index_are_pipelined():
+    import test_kernels
+    k = tilec.compile(test_kernels.index_pointer_matmul_kernel,
+                      signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32",
+                                 "N": "i32", "K": "i32"},
+                      constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
+                      num_warps=4, num_stages=3,
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert "cp.async.cg.shared.global" in body and "wgmma.mma_async" in body
+    assert "ld.global" not in body and "st.shared" not in body
+
+
+@tilec.jit
+def hinted_rows_kernel(x_ptr, y_ptr, rows_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Rows gathered through an index whose runs only the hints tell."""
+    r = tl.load(rows_ptr + tl.arange(0, BM))
+    c = tl.max_contiguous(tl.multiple_of(tl.load(rows_ptr + BM + tl.arange(0, BN)), 16), 16)
+    x = tl.load(x_ptr + r[:, None] * 256 + c[None, :])
+    tl.store(y_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+@needs_ptxas
+def test_hints_let_loads_be_vectors():
+    """tl.multiple_of / tl.max_contiguous reach the axis analysis, as in Triton."""
+    k = tilec.compile(hinted_rows_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                     "rows_ptr": "*i32"},
+                      constexprs={"BM": 16, "BN": 64}, target="sm_90a", num_warps=4)
+    assert "ld.global.v4.b32" in k.asm["ptx"] or "ld.global.v4.f32" in k.asm["ptx"]

@@ -711,6 +711,40 @@ def host_descriptor_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constex
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
 
 
+# Pointers computed from the loop index each iteration (tutorial 09's
+# persistent matmul), masked along K: pipelined, each copied iteration's
+# pointers and mask computed again.
+@tilec.jit
+def index_pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                                BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rm_in = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BM), BM)
+    rn_in = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BN), BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        offs_k = ki * BK + rk
+        a = tl.load(a_ptr + rm_in[:, None] * K + offs_k[None, :],
+                    mask=rk[None, :] < K - ki * BK, other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * N + rn_in[None, :],
+                    mask=rk[:, None] < K - ki * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_matmul_with_pointers_computed_from_the_loop_index(rng, stages):
+    M, N, K, BM, BN, BK = 100, 72, 88, 64, 64, 32
+    a = nonzero(rng, (M, K)).astype(np.float16)
+    b = nonzero(rng, (K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    index_pointer_matmul_kernel[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](
+        a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, num_warps=4, num_stages=stages)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4,
+                               atol=1e-3)
+
+
 # The same with descriptors the kernel makes: on sm_90 the launcher computes
 # their base, sizes and strides from the arguments for the tensor maps.
 @tilec.jit

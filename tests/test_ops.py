@@ -1820,12 +1820,25 @@ def hints_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x * 2, mask=m, eviction_policy="evict_first")
 
 
-def test_multiple_of_max_contiguous_are_no_ops(rng):
+def test_multiple_of_max_contiguous_leave_values_alone(rng):
     n = 83
     x = nonzero(rng, n)
     out = np.zeros(n, np.float32)
     hints_kernel[grid1(n, 32)](x, out, n, BLOCK=32)
     np.testing.assert_array_equal(out, x * 2)
+
+
+@tilec.jit
+def bad_hint_kernel(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]
+    offs = tl.multiple_of(offs, (BLOCK, BLOCK, BLOCK))
+    tl.store(out_ptr + offs, offs)
+
+
+def test_a_hint_for_the_wrong_number_of_dims_names_the_line():
+    out = np.zeros(64, np.int32)
+    with pytest.raises(tilec.CompilationError, match="multiple_of: 3 values for a value of 2 dims"):
+        bad_hint_kernel[(1,)](out, BLOCK=4)
 
 
 @tilec.jit

@@ -123,9 +123,25 @@ private:
     if (op.results.empty())
       return;
     const Type &t = op.result()->type;
-    map_[op.result()] = infer(op, t);
+    map_[op.result()] = withHints(op, infer(op, t));
     for (size_t k = 1; k < op.results.size(); ++k)
       map_[op.result(k)] = pessimistic(op.result(k)->type);
+  }
+
+  // What the kernel asserts of the value (tl.multiple_of, max_contiguous,
+  // max_constancy), on top of what was inferred.
+  static AxisInfo withHints(const Op &op, AxisInfo info) {
+    const std::pair<const char *, std::vector<int64_t> AxisInfo::*> hints[] = {
+        {"multiple_of", &AxisInfo::divisibility},
+        {"max_contiguous", &AxisInfo::contiguity},
+        {"max_constancy", &AxisInfo::constancy}};
+    for (auto [name, field] : hints) {
+      std::vector<int64_t> values = op.intsAttr(name);
+      std::vector<int64_t> &known = info.*field;
+      for (size_t d = 0; d < values.size() && d < known.size(); ++d)
+        known[d] = std::max(known[d], values[d]);
+    }
+    return info;
   }
 
   AxisInfo infer(const Op &op, const Type &t) {

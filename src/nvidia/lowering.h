@@ -62,6 +62,10 @@ struct PipelinedLoad {
   std::map<int, std::vector<const Op *>> offsetSlices;
   std::map<int, std::string> offsetBases;
   std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
+  // A pointer tensor the body computes from the induction variable (a_ptr +
+  // (k * BK + rk) * stride): the ops it is computed from, recomputed for each
+  // copied iteration; empty for a carried one.
+  std::vector<const Op *> ptrSlice;
   SharedTile tile;                   // as the dot reads it (operandTiles)
   bool transposed = false;           // the tile holds the value transposed ([N][K] B)
   const LinearLayout *layout = nullptr; // the layout the copies are issued in

@@ -5,9 +5,10 @@
 //
 // Taken for every dot operand of 8 or 16 bits loaded in the loop body, read
 // only by dots (directly or through a trans) that all read the same tile,
-// from a loop-carried pointer tensor advanced by a loop-invariant offset
-// (with no mask or one that depends on the iteration only through the
-// induction variable, recomputed for each copied iteration), from a
+// from a loop-carried pointer tensor advanced by a loop-invariant offset or a
+// pointer tensor computed from the induction variable (recomputed for each
+// copied iteration) (with no mask or one that depends on the iteration only
+// through the induction variable, recomputed too), from a
 // loop-carried block pointer advanced by loop-invariant amounts, or from a
 // loop-invariant block pointer (a descriptor) at offsets moving with the loop
 // or computed from the induction variable (k * BLOCK_K; recomputed for each
@@ -62,7 +63,7 @@ static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &count
   for (size_t k = 1; k < body.args.size(); ++k)
     if (body.args[k].get() == ptr)
       carried = (int)k - 1;
-  if (carried < 0 || !ptr->type.isTensor() || ptr->type.rank() != 2)
+  if (!ptr->type.isTensor() || ptr->type.rank() != 2)
     return false;
   // A mask that changes with the iteration only through the induction
   // variable (rk < K - k * BLOCK_K) is computed again for the iteration copied.
@@ -70,6 +71,11 @@ static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &count
     return false;
   if (load.operands.size() > 2 && !isZeroConstant(load.operand(2)))
     return false;
+  s.load = &load;
+  if (carried < 0) { // so is a pointer tensor computed from the induction variable
+    s.carried = -1;
+    return inductionSlice(body, ptr, s.ptrSlice) && !s.ptrSlice.empty();
+  }
   const Op *next = body.terminator()->operand(carried)->def;
   if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
       isDefinedIn(next->operand(1), body))
@@ -181,6 +187,14 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
   });
   for (const PipelinedLoad &l : p.loads)
     for (auto it = l.maskSlice.rbegin(); it != l.maskSlice.rend(); ++it) {
+      bool dead = true;
+      for (const Op *user : users[(*it)->result()])
+        dead &= pipelinedLoads.count(user) || skipped.count(user);
+      if (dead)
+        skipped.insert(*it);
+    }
+  for (const PipelinedLoad &l : p.loads) // so do computed pointers
+    for (auto it = l.ptrSlice.rbegin(); it != l.ptrSlice.rend(); ++it) {
       bool dead = true;
       for (const Op *user : users[(*it)->result()])
         dead &= pipelinedLoads.count(user) || skipped.count(user);
@@ -351,8 +365,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     l.transposed = transposed;
     l.bytes = dtypeBytes(def->result()->type.dtype);
     l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-    const TVal &ptr = l.carried >= 0 ? carried[l.carried] : val(l.base);
-    if (l.block()) {
+    const TVal &ptr = l.carried >= 0        ? carried[l.carried]
+                      : !l.ptrSlice.empty() ? TVal{layoutFor(def->result()), {}}
+                                            : val(l.base);
+    if (l.block() || !l.ptrSlice.empty()) {
       l.layout = layoutFor(def->result()); // the coalescing pass's
     } else if (ptr.isTensor() && !ptr.uniform) {
       const LayoutEncoding *e = layoutEncoding(def->result()->type);
@@ -436,9 +452,13 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     if (l.block()) {
       bool masked = false;
       blockAddresses(L, *l.load, l.next, lay, l.vec, ptr, mask, masked);
-    } else if (l.load->operands.size() > 1) {
-      mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay), DType::I1,
-                       lay);
+    } else {
+      if (!l.ptrSlice.empty()) // this iteration's pointers, computed again
+        ptr = L.convert(L.valueAt(l.load->operand(0), l.ptrSlice, p.ivValue, iv, lay),
+                        l.load->operand(0)->type.dtype, lay);
+      if (l.load->operands.size() > 1)
+        mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay),
+                         DType::I1, lay);
     }
     std::string slotBase =
         L.opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), L.pipelineBase()});
@@ -502,6 +522,8 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
       }
       continue;
     }
+    if (!l.ptrSlice.empty())
+      continue; // computed for each copy
     TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
     for (size_t r = 0; r < moved.regs.size(); r += l.vec)
       moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
@@ -521,6 +543,8 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   b.comment("pipelined loads: " + std::to_string(p.stages) + " stages");
   for (PipelinedLoad &l : p.loads) {
     // Fresh registers, read from the initial value now: the loop's own change.
+    if (!l.ptrSlice.empty())
+      continue; // no pointer of its own: each copy computes its iteration's
     TVal init = l.carried >= 0 ? carried[l.carried] : val(l.base);
     if (!l.block())
       init = convert(init, l.load->operand(0)->type.dtype, l.layout);

@@ -1991,15 +1991,38 @@ std::map<std::string, BuiltinDef> makeTable() {
   add("cast", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
   add("to", {"input", "dtype", "fp_downcast_rounding=", "bitcast="}, castFn);
   Handler identity = [](Lowerer &l, Args &a, R &, const Expr &c) { return a[0]->val; };
-  add("multiple_of", {"input", "values"}, identity);
+  // Hints for the axis analysis (tl.multiple_of, max_contiguous, max_constancy):
+  // kept as an attribute of the op that computes the value, one entry per dim,
+  // as Triton keeps them; the value itself is unchanged.
+  auto hint = [](const char *attr) -> Handler {
+    return [attr](Lowerer &l, Args &a, R &, const Expr &c) {
+      std::vector<int64_t> values = l.shapeArg(*a[1], "values");
+      const SVal &x = a[0]->val;
+      if (!x.isTensor() || !x.v->def)
+        return x; // a constant, or an argument: nothing to add
+      size_t rank = x.v->type.isTensor() ? x.v->type.shape.size() : 1;
+      if (values.size() == 1 && rank > 1)
+        values.assign(rank, values[0]);
+      if (values.size() != rank)
+        l.error(c.span, std::string(attr) + ": " + std::to_string(values.size()) +
+                            " values for a value of " + std::to_string(rank) + " dims");
+      for (int64_t v : values)
+        if (v < 1)
+          l.error(c.span, std::string(attr) + " values must be positive, got " +
+                              std::to_string(v));
+      x.v->def->setAttr(attr, values);
+      return x;
+    };
+  };
+  add("multiple_of", {"input", "values"}, hint("multiple_of"));
   add("condition", {"arg1", "disable_licm="}, identity); // while tl.condition(c): ...
   add("expect_zero", {"x", "mask"}, identity);           // a check only Triton's debug builds make
   // tl.assume(cond): a hint to the optimizer in Triton; tilec's analyses do not use it.
   add("assume", {"cond"}, [](Lowerer &, Args &, R &, const Expr &) {
     return SVal::constant(ConstValue::none());
   });
-  add("max_contiguous", {"input", "values"}, identity);
-  add("max_constancy", {"input", "values"}, identity);
+  add("max_contiguous", {"input", "values"}, hint("max_contiguous"));
+  add("max_constancy", {"input", "values"}, hint("max_constancy"));
   add("constexpr", {"value"}, identity);
   add("debug_barrier", {}, [](Lowerer &, Args &, R &, const Expr &) {
     return SVal::constant(ConstValue::none());
