@@ -1829,6 +1829,23 @@ def test_multiple_of_max_contiguous_leave_values_alone(rng):
 
 
 @tilec.jit
+def mask_le_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs <= n, other=-1.0))
+    tl.store(out_ptr + BLOCK + offs, tl.load(x_ptr + offs, mask=n > offs, other=-1.0))
+
+
+def test_masks_of_runs_compared_with_a_multiple_of_16(rng):
+    """offs <= 16 is true for 17 elements: a vector of 4 may not share one mask."""
+    x = nonzero(rng, 64)
+    out = np.zeros(128, np.float32)
+    mask_le_kernel[(1,)](x, out, 16, BLOCK=64)
+    expect = np.where(np.arange(64) <= 16, x, -1.0)
+    np.testing.assert_array_equal(out[:64], expect)
+    np.testing.assert_array_equal(out[64:], np.where(np.arange(64) < 16, x, -1.0))
+
+
+@tilec.jit
 def bad_hint_kernel(out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)[:, None] + tl.arange(0, BLOCK)[None, :]
     offs = tl.multiple_of(offs, (BLOCK, BLOCK, BLOCK))

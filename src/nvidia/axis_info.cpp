@@ -289,11 +289,14 @@ private:
     AxisInfo out = pessimistic(t);
     for (int d = 0; d < dims(t); ++d) {
       int64_t c = std::gcd(a.constancy[d], b.constancy[d]);
-      // A run of consecutive values compared with a value constant along d
-      // cannot cross it inside a run that starts at a multiple of both.
-      if (isConstantAlong(b, bt, d))
+      // A run s, s+1, ... compared with a value x constant along d, both
+      // multiples of g: s + i < x (and >=) is the same for every i < g. Not
+      // so for <=, > (s == x), == and !=.
+      bool runLeft = op.kind == OpKind::CmpLt || op.kind == OpKind::CmpGe;
+      bool runRight = op.kind == OpKind::CmpGt || op.kind == OpKind::CmpLe;
+      if (runLeft && isConstantAlong(b, bt, d))
         c = std::max(c, std::gcd(a.contiguity[d], std::gcd(a.divisibility[d], b.divisibility[d])));
-      if (isConstantAlong(a, at, d))
+      if (runRight && isConstantAlong(a, at, d))
         c = std::max(c, std::gcd(b.contiguity[d], std::gcd(b.divisibility[d], a.divisibility[d])));
       out.constancy[d] = c;
     }
