@@ -697,6 +697,12 @@ def test_flash_attention_through_host_descriptors(rng, causal, D, BM, BN, N):
 @tilec.jit
 def host_descriptor_matmul_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr,
                                   BN: tl.constexpr, BK: tl.constexpr, B_KMAJOR: tl.constexpr):
+    _descriptor_matmul(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK, B_KMAJOR)
+
+
+@tilec.jit
+def _descriptor_matmul(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr, B_KMAJOR: tl.constexpr):
     pm, pn = tl.program_id(0), tl.program_id(1)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
@@ -755,18 +761,7 @@ def device_descriptor_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, BM:
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = a_desc.load([pm * BM, k])
-        if B_KMAJOR:
-            b = b_desc.load([pn * BN, k]).T
-        else:
-            b = b_desc.load([k, pn * BN])
-        acc = tl.dot(a, b, acc)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+    _descriptor_matmul(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK, B_KMAJOR)
 
 
 @pytest.mark.parametrize("made_in_kernel", [False, True])

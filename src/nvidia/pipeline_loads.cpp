@@ -185,22 +185,19 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
     for (const Value *v : op->operands)
       users[v].push_back(op);
   });
-  for (const PipelinedLoad &l : p.loads)
-    for (auto it = l.maskSlice.rbegin(); it != l.maskSlice.rend(); ++it) {
+  auto skipDead = [&](const std::vector<const Op *> &slice) { // users first
+    for (auto it = slice.rbegin(); it != slice.rend(); ++it) {
       bool dead = true;
       for (const Op *user : users[(*it)->result()])
         dead &= pipelinedLoads.count(user) || skipped.count(user);
       if (dead)
         skipped.insert(*it);
     }
-  for (const PipelinedLoad &l : p.loads) // so do computed pointers
-    for (auto it = l.ptrSlice.rbegin(); it != l.ptrSlice.rend(); ++it) {
-      bool dead = true;
-      for (const Op *user : users[(*it)->result()])
-        dead &= pipelinedLoads.count(user) || skipped.count(user);
-      if (dead)
-        skipped.insert(*it);
-    }
+  };
+  for (const PipelinedLoad &l : p.loads) {
+    skipDead(l.maskSlice);
+    skipDead(l.ptrSlice); // so do computed pointers
+  }
 }
 
 // Fills p.deferred: each wgmma dot of `dots` (in body order) whose f32
