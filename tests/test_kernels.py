@@ -617,6 +617,15 @@ def attn_descriptor_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.co
     desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
     desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
     desc_o = tl.make_tensor_descriptor(Out, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    _attn_through_descriptors(desc_q, desc_k, desc_v, desc_o, start_m, row0, sm_scale, N, D, BM,
+                              BN, CAUSAL)
+
+
+@tilec.jit
+def _attn_through_descriptors(desc_q, desc_k, desc_v, desc_o, start_m, row0, sm_scale, N,
+                              D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                              CAUSAL: tl.constexpr):
+    """One block of BM queries of the head whose rows start at row0."""
     q = desc_q.load([row0 + start_m * BM, 0])
     offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
                                                                CAUSAL)
@@ -658,19 +667,8 @@ def test_flash_attention(rng, kernel, causal, BM, BN, N):
 @tilec.jit
 def attn_host_descriptor_kernel(desc_q, desc_k, desc_v, desc_o, sm_scale, N, D: tl.constexpr,
                                 BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
-    start_m = tl.program_id(0)
-    row0 = tl.program_id(1) * N
-    q = desc_q.load([row0 + start_m * BM, 0])
-    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
-                                                               CAUSAL)
-    offset = row0
-    for start_n in tl.range(0, hi, BN):
-        qk = tl.dot(q, desc_k.load([offset, 0]).T)
-        if CAUSAL:
-            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
-        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, desc_v.load([offset, 0]), qk_scale)
-        offset += BN
-    desc_o.store([row0 + start_m * BM, 0], (acc / l_i[:, None]).to(tl.float16))
+    _attn_through_descriptors(desc_q, desc_k, desc_v, desc_o, tl.program_id(0),
+                              tl.program_id(1) * N, sm_scale, N, D, BM, BN, CAUSAL)
 
 
 @pytest.mark.parametrize("causal", [False, True])

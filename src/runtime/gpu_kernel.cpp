@@ -97,13 +97,19 @@ bool isDigits(const std::string &text, size_t from, bool hex) {
   return true;
 }
 
-// The whole of `text` as an int.
-bool parseInt(const std::string &text, int &out) {
+// The whole of `text` as an int64, or as an int.
+bool parseInt64(const std::string &text, int64_t &out) {
   if (!isDigits(text, !text.empty() && text[0] == '-', false))
     return false;
   errno = 0;
   long long v = std::strtoll(text.c_str(), nullptr, 10);
-  if (errno != 0 || v < INT_MIN || v > INT_MAX)
+  out = v;
+  return errno == 0;
+}
+
+bool parseInt(const std::string &text, int &out) {
+  int64_t v;
+  if (!parseInt64(text, v) || v < INT_MIN || v > INT_MAX)
     return false;
   out = (int)v;
   return true;
@@ -154,15 +160,6 @@ std::vector<std::string> splitText(const std::string &text, char sep) {
     out.push_back(text.substr(start, at - start));
   out.push_back(text.substr(start));
   return out;
-}
-
-bool parseInt64(const std::string &text, int64_t &out) {
-  if (!isDigits(text, !text.empty() && text[0] == '-', false))
-    return false;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), nullptr, 10);
-  out = v;
-  return errno == 0;
 }
 
 bool parseTensorMaps(const std::string &text, std::vector<nvidia::TensorMapParam> &out) {
