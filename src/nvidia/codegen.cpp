@@ -398,7 +398,7 @@ PtxKernel Lowering::run() {
     const Value *arg = body.args[k].get();
     ParamKind kind = paramKindOf(arg->type.dtype);
     out.params.push_back(kind);
-    std::string name = fn.name + "_param_" + std::to_string(k);
+    std::string name = paramName(k);
     params << (k ? ",\n" : "") << "\t.param " << paramType(kind) << " " << name;
     std::string r;
     if (arg->type.dtype == DType::I1) {
@@ -417,8 +417,8 @@ PtxKernel Lowering::run() {
     b.emit("ret");
 
   for (size_t k = 0; k < tensorMaps_.size(); ++k) // after the runtime arguments
-    params << (body.args.empty() && !k ? "" : ",\n") << "\t.param .align 64 .b8 " << fn.name
-           << "_param_" << body.args.size() + k << "[128]";
+    params << (body.args.empty() && !k ? "" : ",\n") << "\t.param .align 64 .b8 "
+           << paramName(body.args.size() + k) << "[128]";
   out.tensorMaps = tensorMaps_;
   std::string text = b.functionBody();
   std::ostringstream ptx;

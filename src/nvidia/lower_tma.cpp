@@ -177,7 +177,7 @@ std::string Lowering::tensorMapAddress(const PipelinedLoad &l) {
   }
   m.box = {l.tile.rows, copyColumns(l)};
   m.swizzle = l.tile.swizzle == 16 ? 0 : l.tile.swizzle;
-  std::string name = fn.name + "_param_" + std::to_string(fn.body->args.size() + tensorMaps_.size());
+  std::string name = paramName(fn.body->args.size() + tensorMaps_.size());
   tensorMaps_.push_back(m);
   // The kernel parameter's generic address: TMA reads the map in param space.
   std::string addr = b.reg(RegClass::B64);

@@ -347,6 +347,8 @@ public:
   // the one thread that issues copies; and a pipeline's barriers, copies and waits.
   bool tmaCopyable(const PipelinedLoad &l);
   std::string tensorMapAddress(const PipelinedLoad &l);
+  // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
+  std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();
   void initTmaBarriers(Pipeline &p);
   void issueTmaCopies(Pipeline &p, const std::string &slot, const std::string &valid);

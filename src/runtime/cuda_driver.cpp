@@ -483,10 +483,13 @@ TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64
   if (!api.tensorMapEncodeTiled)
     throw DriverError("cuTensorMapEncodeTiled is missing from this driver; TMA copies need "
                       "CUDA 12 or newer (update the driver)");
+  TensorMap map{};
+  for (int d = 0; d < rank; ++d)
+    if (sizes[d] == 0)
+      return map; // an empty tensor: the kernel copies nothing from it (every copy would be outside)
   // The driver's order: innermost dim first; strides in bytes, but the innermost's.
   uint64_t dims[5], byteStrides[4];
   unsigned boxDims[5], elementStrides[5];
-  std::string values;
   for (int d = 0; d < rank; ++d) {
     int from = rank - 1 - d;
     dims[d] = (uint64_t)sizes[from];
@@ -494,13 +497,7 @@ TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64
     elementStrides[d] = 1;
     if (d > 0)
       byteStrides[d - 1] = (uint64_t)strides[from] * elementBytes;
-    values += (d ? ", " : "") + std::to_string(sizes[d]) + "/" + std::to_string(strides[d]) +
-              "/" + std::to_string(box[d]);
   }
-  TensorMap map{};
-  for (int d = 0; d < rank; ++d)
-    if (sizes[d] == 0)
-      return map; // an empty tensor: the kernel copies nothing from it (every copy would be outside)
   const int dataType = elementBytes == 1 ? 0 : elementBytes == 2 ? 1 : elementBytes == 4 ? 2 : 4;
   const int swizzleMode = swizzle == 32 ? 1 : swizzle == 64 ? 2 : swizzle == 128 ? 3 : 0;
   const int l2Promotion256 = 3;
@@ -511,6 +508,10 @@ TensorMap encodeTensorMap(uint64_t base, int elementBytes, int rank, const int64
     char where[64];
     std::snprintf(where, sizeof where, "tensor at 0x%llx, %d-byte elements", (unsigned long long)base,
                   elementBytes);
+    std::string values;
+    for (int d = 0; d < rank; ++d)
+      values += (d ? ", " : "") + std::to_string(sizes[d]) + "/" + std::to_string(strides[d]) +
+                "/" + std::to_string(box[d]);
     throw DriverError("cuTensorMapEncodeTiled", r,
                       std::string(where) + "; size/stride/box per dim: " + values);
   }
