@@ -26,6 +26,11 @@ const Op *blockPtrOrigin(const Value *v) {
   return next == v ? blockPtrOrigin(body->parent->operand(2 + v->index)) : nullptr;
 }
 
+// The integers a ScalarProgram keeps (in 32 or 64 bits).
+bool programInteger(DType d) {
+  return d == DType::I32 || d == DType::U32 || d == DType::I64 || d == DType::U64;
+}
+
 ScalarStep::Width widthOf(DType d) {
   return d == DType::I32 ? ScalarStep::S32 : d == DType::U32 ? ScalarStep::U32 : ScalarStep::W64;
 }
@@ -38,7 +43,7 @@ bool scalarProgram(const Function &fn, const Value *v, ScalarProgram &out) {
   if (out.size() > 64 || v->type.isTensor())
     return false;
   DType d = v->type.dtype;
-  bool integer = d == DType::I32 || d == DType::U32 || d == DType::I64 || d == DType::U64;
+  bool integer = programInteger(d);
   if (!integer && d != DType::Ptr)
     return false;
   if (!v->def) {
@@ -69,10 +74,8 @@ bool scalarProgram(const Function &fn, const Value *v, ScalarProgram &out) {
                    widthOf(d), 0});
     return true;
   case OpKind::Cast: {
-    DType from = op.operand(0)->type.dtype;
-    bool fromInteger =
-        from == DType::I32 || from == DType::U32 || from == DType::I64 || from == DType::U64;
-    if (!integer || !fromInteger || !scalarProgram(fn, op.operand(0), out))
+    if (!integer || !programInteger(op.operand(0)->type.dtype) ||
+        !scalarProgram(fn, op.operand(0), out))
       return false;
     out.push_back({ScalarStep::Cast, widthOf(d), 0});
     return true;
