@@ -58,6 +58,8 @@ def main():
     parser.add_argument("--only", nargs="+", help="the kernels to time (naive, tma, ...)")
     parser.add_argument("--each-config", action="store_true",
                         help="time every config of the tutorial, not only the autotuned best")
+    parser.add_argument("--timings", action="store_true",
+                        help="print what each autotuner measured for every config")
     args = parser.parse_args()
     path = tutorial_path("09-persistent-matmul.py")
     import triton  # noqa: F401  Triton itself first: its compiled modules stay registered
@@ -95,6 +97,8 @@ def main():
                     results[who] = safe(lambda: time_one(module, name, extra, transposed, a, bt,
                                                          expect, flops))
                 report(label, K, results, tuners)
+                if args.timings:
+                    print_timings(tuners)
             for who, t in tuners.items():
                 t.configs = configs[who]
 
@@ -115,6 +119,17 @@ def report(label, K, results, tuners):
     chosen = "  ".join(f"{who}: {config_text(getattr(tuner, 'best_config', None))}"
                        for who, tuner in tuners.items())
     print(f"{label:<24} {K:>6} {cells[0]} {cells[1]} {ratio}   {chosen}", flush=True)
+
+
+def print_timings(tuners):
+    """Each autotuner's measurements (median ms per config) and its tuning time."""
+    for who, tuner in tuners.items():
+        timings = getattr(tuner, "configs_timings", None) or {}
+        spent = getattr(tuner, "bench_time", None)
+        print(f"  {who} tuned in {spent if spent is None else round(spent, 2)} s:")
+        for config, t in sorted(timings.items(), key=lambda kv: kv[1]):
+            ms = t[0] if isinstance(t, (list, tuple)) else t
+            print(f"    {config_text(config):<24} {ms:.4f} ms")
 
 
 if __name__ == "__main__":

@@ -670,9 +670,44 @@ def test_host_descriptor_tiles_arrive_by_tma():
     assert body.count("cp.async.bulk.tensor.2d") == 2  # K and V: 64 rows of 128 bytes each
     assert "mbarrier.try_wait.parity" in body and "mbarrier.arrive.expect_tx" in body
     assert "cp.async.cg" not in body and "ld.global" not in body and "st.shared" not in body
-    assert ptx.count(".param .align 64 .b8") == 2  # a tensor map each for K and V
-    assert [m["box"] for m in k.metadata.tensor_maps] == [[64, 64], [64, 64]]
+    # a tensor map each for K, V (64-row boxes), then O's (stored by TMA, 128 rows)
+    assert ptx.count(".param .align 64 .b8") == 3
+    assert [m["box"] for m in k.metadata.tensor_maps] == [[64, 64], [64, 64], [128, 64]]
     assert k.n_spills == 0
+
+
+def _descriptor_store(how, dtype="fp16", divisible=True):
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": f"*{dtype}",
+           "c_desc": f"tensordesc<{dtype}[64, 64]>" if how == "host" else f"*{dtype}",
+           "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
+    return tilec.compile(test_kernels.store_through_descriptor_kernel, signature=sig,
+                         target="sm_90a", num_warps=4, num_stages=2,
+                         constexprs={"BM": 64, "BN": 64, "BK": 32, "HOW": how},
+                         divisible_by_16=list(sig) if divisible else ["a_ptr", "b_ptr", "K"])
+
+
+@needs_ptxas
+@pytest.mark.parametrize("how", ["host", "in_kernel", "block_ptr"])
+@pytest.mark.parametrize("dtype,blocks", [("fp16", 1), ("fp32", 2), ("fp8e4nv", 1)])
+def test_tiles_go_out_by_tma(how, dtype, blocks):
+    """An epilogue's store through a descriptor or block pointer: the threads
+    write the tile to shared memory in the accumulator's own layout, and one
+    thread copies it out, a 128-byte-wide column block per copy."""
+    k = _descriptor_store(how, dtype)
+    ptx = k.asm["ptx"]
+    assert "st.global" not in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == blocks
+    assert "cp.async.bulk.wait_group.read 0" in ptx
+    assert k.metadata.tensor_maps[-1]["box"] == [64, 64 if dtype != "fp32" else 32]
+    assert k.n_spills == 0
+
+
+@needs_ptxas
+def test_stores_with_unproven_strides_go_out_without_tma():
+    k = _descriptor_store("in_kernel", divisible=False)
+    assert "st.global" in k.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.global" not in k.asm["ptx"]
 
 
 @needs_ptxas
@@ -687,7 +722,7 @@ def test_tensor_maps_survive_the_disk_cache():
     from tilec import _C
     k = _host_descriptor_attention(divisible=True)
     again = _C.gpu_kernel_from_bytes(k.gpu.to_bytes())
-    assert again.tensor_maps == k.gpu.tensor_maps and len(again.tensor_maps) == 2
+    assert again.tensor_maps == k.gpu.tensor_maps and len(again.tensor_maps) == 3
     assert again.to_bytes() == k.gpu.to_bytes()
 
 

@@ -9,7 +9,9 @@
 // moves data goes through shared memory whole, so values over 64 KiB are
 // stored in their own layout instead.
 // Block pointers get the same, ordered by a dim of unit stride, else by their
-// make_block_ptr's order.
+// make_block_ptr's order. On sm_90 a block store TMA can copy out (tmaStorable)
+// is marked `tma` instead and keeps its value's layout: the threads only write
+// the tile to shared memory, in whatever layout they hold it.
 #include "nvidia/coalesce_memory.h"
 
 #include <algorithm>
@@ -76,7 +78,12 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
       blockAccesses.push_back(op);
   });
   // Block pointers: the layout always goes into the types (the lowering has no other).
+  bool tma = archNumber(opts.arch) >= 90;
   for (Op *op : blockAccesses) {
+    if (op->kind == OpKind::StoreBlock && tma && tmaStorable(fn, info, *op)) {
+      op->setAttr("tma", int64_t(1));
+      continue;
+    }
     const std::vector<int64_t> &shape = op->operand(0)->type.blockShape;
     auto e = std::make_shared<LayoutEncoding>(
         "blocked", blockedLayout(shape, defaultVector(shape, minBytes, opts.numWarps),

@@ -426,6 +426,8 @@ void Lowering::lowerLoadBlock(const Op &op) {
 }
 
 void Lowering::lowerStoreBlock(const Op &op) {
+  if (op.intAttr("tma"))
+    return lowerTmaStore(op);
   DType d = op.operand(1)->type.dtype;
   const TVal &v = val(op.operand(1));
   // In the value's layout: the coalescing pass moved it into an access layout.

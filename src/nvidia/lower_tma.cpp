@@ -3,7 +3,9 @@
 // the swizzled tiles the dots read; an mbarrier per stage counts the bytes
 // landed, and every thread waits on it. No thread computes addresses or
 // bounds: the tensor map (encoded by the launcher) holds them, and the copy
-// zero-fills what lies out of bounds.
+// zero-fills what lies out of bounds. Stores the coalescing pass marked go the
+// other way: the threads write the tile to shared memory, one thread copies
+// it out, and TMA drops what lies out of bounds.
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -94,9 +96,6 @@ bool scalarProgram(const Function &fn, const Value *v, ScalarProgram &out) {
   }
 }
 
-// One copy moves a column block of the tile: `rows` lines of `swizzle` bytes.
-int64_t copyColumns(const PipelinedLoad &l) { return l.tile.swizzle / l.bytes; }
-
 } // namespace
 
 int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numArgs,
@@ -136,27 +135,21 @@ int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numA
   return stack.back();
 }
 
-bool Lowering::tmaCopyable(const PipelinedLoad &l) {
-  const Op *origin = l.block() ? blockPtrOrigin(l.load->operand(0)) : nullptr;
-  if (arch < 90 || !origin || l.transposed)
-    return false;
-  const std::vector<int64_t> &shape = l.load->result()->type.shape;
-  const SharedTile &t = l.tile;
-  // A 2-D tile as loaded, in lines of at most 256 rows (a copy's box), each
-  // block of lines starting where the swizzle pattern does.
-  if (shape.size() != 2 || t.rows != shape[0] || t.rowBytes != shape[1] * l.bytes ||
-      t.rows % 8 || t.rows > 256 || origin->operands.size() != 7)
+bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes) {
+  const Op *origin = blockPtrOrigin(blockPtr);
+  const std::vector<int64_t> &shape = blockPtr->type.blockShape;
+  // A 2-D tile in lines of at most 256 rows (a copy's box), its rows and
+  // their bytes powers of two (a swizzled shared tile).
+  if (!origin || origin->operands.size() != 7 || shape.size() != 2 || shape[0] % 8 ||
+      shape[0] > 256 || (shape[0] & (shape[0] - 1)) || shape[1] * bytes < 16 ||
+      (shape[1] & (shape[1] - 1)))
     return false;
   // TMA needs a 16-byte aligned base, 16-byte multiples as strides and a
   // unit stride along the rows.
-  std::optional<BlockPtrInfo> info = blockPtrInfo(axisInfo, l.load->operand(0));
-  if (!info || !info->unitStride[1] || info->baseDivisibility % 16 ||
-      info->strideDivisibility[0] * l.bytes % 16)
+  std::optional<BlockPtrInfo> bp = blockPtrInfo(info, blockPtr);
+  if (!bp || !bp->unitStride[1] || bp->baseDivisibility % 16 ||
+      bp->strideDivisibility[0] * bytes % 16)
     return false;
-  auto known = tensorMapAddrs_.find(origin);
-  if (known != tensorMapAddrs_.end()) // one map per block pointer: its box must be this tile's
-    return tensorMaps_[known->second.first].box == std::vector<int64_t>{t.rows, copyColumns(l)} &&
-           tensorMaps_[known->second.first].elementBytes == l.bytes;
   // The launcher computes the base, sizes and strides as the kernel does.
   for (int k = 0; k < 5; ++k) {
     ScalarProgram program;
@@ -166,20 +159,42 @@ bool Lowering::tmaCopyable(const PipelinedLoad &l) {
   return true;
 }
 
-std::string Lowering::tensorMapAddress(const PipelinedLoad &l) {
-  const Op *origin = blockPtrOrigin(l.load->operand(0));
+bool Lowering::tmaCopyable(const PipelinedLoad &l) {
+  if (arch < 90 || !l.block() || l.transposed)
+    return false;
+  const std::vector<int64_t> &shape = l.load->result()->type.shape;
+  const SharedTile &t = l.tile;
+  // The tile as loaded, each block of lines starting where the swizzle pattern does.
+  if (shape.size() != 2 || t.rows != shape[0] || t.rowBytes != shape[1] * l.bytes ||
+      !tmaMovable(fn, axisInfo, l.load->operand(0), l.bytes))
+    return false;
+  auto known = tensorMapAddrs_.find(blockPtrOrigin(l.load->operand(0)));
+  // One map per block pointer: its box must be this tile's.
+  return known == tensorMapAddrs_.end() ||
+         (tensorMaps_[known->second.first].box == tmaBox(t, l.bytes) &&
+          tensorMaps_[known->second.first].elementBytes == l.bytes);
+}
+
+std::vector<int64_t> tmaBox(const SharedTile &t, int bytes) { return {t.rows, t.swizzle / bytes}; }
+
+std::string Lowering::tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes) {
+  const Op *origin = blockPtrOrigin(blockPtr);
   auto it = tensorMapAddrs_.find(origin);
-  if (it != tensorMapAddrs_.end())
+  if (it != tensorMapAddrs_.end()) {
+    const TensorMapParam &m = tensorMaps_[it->second.first];
+    if (m.box != tmaBox(tile, bytes) || m.elementBytes != bytes)
+      throw std::logic_error("a block pointer's TMA copies of two different boxes");
     return it->second.second;
+  }
   TensorMapParam m;
   m.rank = 2;
-  m.elementBytes = l.bytes;
+  m.elementBytes = bytes;
   for (int k = 0; k < 5; ++k) {
     m.fields.emplace_back();
-    scalarProgram(fn, origin->operand(k), m.fields.back()); // tmaCopyable checked it
+    scalarProgram(fn, origin->operand(k), m.fields.back()); // tmaMovable checked it
   }
-  m.box = {l.tile.rows, copyColumns(l)};
-  m.swizzle = l.tile.swizzle == 16 ? 0 : l.tile.swizzle;
+  m.box = tmaBox(tile, bytes);
+  m.swizzle = tile.swizzle == 16 ? 0 : tile.swizzle;
   std::string name = paramName(fn.body->args.size() + tensorMaps_.size());
   tensorMaps_.push_back(m);
   // The kernel parameter's generic address: TMA reads the map in param space.
@@ -205,7 +220,7 @@ static std::string stageBarrier(Lowering &L, const Pipeline &p, const std::strin
 
 void Lowering::initTmaBarriers(Pipeline &p) {
   for (PipelinedLoad &l : p.loads)
-    l.tensorMap = tensorMapAddress(l);
+    l.tensorMap = tensorMapAddress(l.load->operand(0), l.tile, l.bytes);
   std::string leader = tmaLeader();
   for (int s = 0; s < p.stages; ++s)
     b.emit("@" + leader + " mbarrier.init.shared::cta.b64 [" + stageBarrier(*this, p, imm(s)) +
@@ -235,7 +250,8 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[6]});
     int64_t blocks = l.tile.rowBytes / l.tile.swizzle;
     for (int64_t c = 0; c < blocks; ++c) {
-      std::string x = c ? opReg("add.u32", RegClass::B32, {col, imm(c * copyColumns(l))}) : col;
+      std::string x = c ? opReg("add.u32", RegClass::B32, {col, imm(c * l.tile.swizzle / l.bytes)})
+                        : col;
       std::string to =
           c ? opReg("add.u32", RegClass::B32, {dst, imm(c * l.tile.rows * l.tile.swizzle)}) : dst;
       b.emit("@" + go +
@@ -260,6 +276,44 @@ void Lowering::releaseTmaBarriers(Pipeline &p) {
     b.emit("@" + leader + " mbarrier.inval.shared::cta.b64 [" + stageBarrier(*this, p, imm(s)) +
            "]");
   barrier(); // before the scratch over the stages is written
+}
+
+bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
+  const Value *value = store.operand(1);
+  DType d = value->type.dtype;
+  return store.kind == OpKind::StoreBlock && value->type.isTensor() && d != DType::I1 &&
+         storageBytes(d) <= 4 && value->type.shape == store.operand(0)->type.blockShape &&
+         tmaMovable(fn, info, store.operand(0), storageBytes(d));
+}
+
+void Lowering::lowerTmaStore(const Op &op) {
+  const Value *value = op.operand(1);
+  DType d = value->type.dtype;
+  int bytes = storageBytes(d);
+  const std::vector<int64_t> &shape = value->type.shape;
+  SharedTile tile = sharedTile(shape[0], shape[1] * bytes);
+  std::string map = tensorMapAddress(op.operand(0), tile, bytes);
+  b.comment("TMA store");
+  needShared(tile.bytes());
+  barrier(); // earlier readers of the scratch are done
+  std::string base = sharedBase();
+  stageOperand(value, d, tile, false, base, false);
+  b.emit("fence.proxy.async.shared::cta"); // the copy reads through the async proxy
+  barrier();
+  const TVal &bp = val(op.operand(0));
+  std::string leader = tmaLeader();
+  std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
+  std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
+  for (int64_t c = 0; c < tile.rowBytes / tile.swizzle; ++c) {
+    std::string x = c ? opReg("add.u32", RegClass::B32, {col, imm(c * tile.swizzle / bytes)}) : col;
+    std::string from =
+        c ? opReg("add.u32", RegClass::B32, {base, imm(c * tile.rows * tile.swizzle)}) : base;
+    b.emit("@" + leader + " cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [" + map +
+           ", {" + x + ", " + row + "}], [" + from + "]");
+  }
+  b.emit("@" + leader + " cp.async.bulk.commit_group");
+  b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
+  barrier(); // the scratch is free again once the copy has read it
 }
 
 } // namespace tilec::nvidia

@@ -42,6 +42,17 @@ struct SharedAddr {
   }
 };
 
+// TMA (lower_tma.cpp). Whether block pointer `blockPtr`'s tiles, of elements
+// of `bytes`, can move by TMA on sm_90: 2-D, at most 256 rows, a 16-byte
+// aligned base and strides, a unit stride along the rows, and a base, sizes
+// and strides the launcher can compute from the arguments.
+bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes);
+// Whether block store `store` can go out by TMA (tmaMovable, of a value of
+// 1- to 4-byte elements).
+bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
+// The box of one copy of shared tile `t`: its rows, one swizzle-wide column block.
+std::vector<int64_t> tmaBox(const SharedTile &t, int bytes);
+
 // One load of a pipelined loop (pipeline_loads.cpp): of a pointer tensor
 // the loop advances by a loop-invariant offset, or of a block pointer it
 // advances by loop-invariant amounts; copied into the tile a dot reads.
@@ -346,7 +357,10 @@ public:
   // address of its block pointer's tensor map (a parameter the launcher encodes);
   // the one thread that issues copies; and a pipeline's barriers, copies and waits.
   bool tmaCopyable(const PipelinedLoad &l);
-  std::string tensorMapAddress(const PipelinedLoad &l);
+  // The generic address of the tensor map of block pointer `blockPtr`'s
+  // origin, whose copies move `tile` one swizzle-wide column block at a time.
+  std::string tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes);
+  void lowerTmaStore(const Op &op);
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();
