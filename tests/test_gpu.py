@@ -699,7 +699,10 @@ def test_tiles_go_out_by_tma(how, dtype, blocks):
     assert "st.global" not in ptx
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == blocks
     assert "cp.async.bulk.wait_group.read 0" in ptx
-    assert k.metadata.tensor_maps[-1]["box"] == [64, 64 if dtype != "fp32" else 32]
+    # 64 rows of the tile's bytes, at most 128 (the swizzle) per copy
+    bytes, box, swizzle = {"fp16": (2, [64, 64], 128), "fp32": (4, [64, 32], 128),
+                           "fp8e4nv": (1, [64, 64], 64)}[dtype]
+    assert k.metadata.tensor_maps[-1] == {"element_bytes": bytes, "box": box, "swizzle": swizzle}
     assert k.n_spills == 0
 
 

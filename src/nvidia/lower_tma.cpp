@@ -282,14 +282,14 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
   const Value *value = store.operand(1);
   DType d = value->type.dtype;
   return store.kind == OpKind::StoreBlock && value->type.isTensor() && d != DType::I1 &&
-         storageBytes(d) <= 4 && value->type.shape == store.operand(0)->type.blockShape &&
-         tmaMovable(fn, info, store.operand(0), storageBytes(d));
+         dtypeBytes(d) <= 4 && value->type.shape == store.operand(0)->type.blockShape &&
+         tmaMovable(fn, info, store.operand(0), dtypeBytes(d));
 }
 
 void Lowering::lowerTmaStore(const Op &op) {
   const Value *value = op.operand(1);
   DType d = value->type.dtype;
-  int bytes = storageBytes(d);
+  int bytes = dtypeBytes(d); // in memory (an fp8 register holds 16 bits)
   const std::vector<int64_t> &shape = value->type.shape;
   SharedTile tile = sharedTile(shape[0], shape[1] * bytes);
   std::string map = tensorMapAddress(op.operand(0), tile, bytes);
