@@ -48,7 +48,7 @@ struct SharedAddr {
 // and strides the launcher can compute from the arguments.
 bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes);
 // Whether block store `store` can go out by TMA (tmaMovable, of a value of
-// 1- to 4-byte elements).
+// 2- or 4-byte elements).
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
 // The box of one copy of shared tile `t`: its rows, one swizzle-wide column block.
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes);
