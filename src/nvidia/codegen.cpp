@@ -103,21 +103,53 @@ std::string Lowering::op3(const std::string &instr, DType d, const std::string &
 }
 
 std::string Lowering::constantReg(DType d, double fv, int64_t iv) {
+  std::string r;
   switch (regClassOf(d)) {
   case RegClass::Pred:
-    return opReg("setp.ne.u32", RegClass::Pred, {imm(iv != 0), "0"});
+    r = opReg("setp.ne.u32", RegClass::Pred, {imm(iv != 0), "0"});
+    known_[r] = iv != 0;
+    return r;
   case RegClass::F32:
     return op1("mov.f32", d, immF32(fv));
   case RegClass::F64:
     return op1("mov.f64", d, immF64(fv));
-  case RegClass::B16: // raw bits of an f16, bf16 or fp8, rounded as the CPU backend rounds
-    return op1("mov.b16", d, imm((int64_t)cpu::floatToBits(cpu::roundFloat(fv, d), d)));
+  case RegClass::B16: { // raw bits of an f16, bf16 or fp8, rounded as the CPU backend rounds
+    int64_t bits = (int64_t)cpu::floatToBits(cpu::roundFloat(fv, d), d);
+    r = op1("mov.b16", d, imm(bits));
+    known_[r] = bits;
+    return r;
+  }
   case RegClass::B32:
-    return op1("mov.b32", d, imm((int32_t)iv));
+    r = op1("mov.b32", d, imm((int32_t)iv));
+    known_[r] = (int32_t)iv;
+    return r;
   case RegClass::B64:
-    return op1("mov.b64", d, imm(iv));
+    r = op1("mov.b64", d, imm(iv));
+    known_[r] = iv;
+    return r;
   }
   return "";
+}
+
+std::optional<int64_t> Lowering::knownValue(const std::string &reg) const {
+  auto it = known_.find(reg);
+  if (it == known_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::string Lowering::knownConstant(RegClass rc, int64_t v) {
+  auto key = std::make_pair(rc, v);
+  auto it = knownConstants_.find(key);
+  if (it != knownConstants_.end())
+    return it->second;
+  std::string r = b.reg(rc);
+  if (rc == RegClass::Pred)
+    b.emitPrologue("setp.ne.u32 " + r + ", " + imm(v != 0) + ", 0");
+  else
+    b.emitPrologue(std::string(rc == RegClass::B16 ? "mov.b16 " : rc == RegClass::B64 ? "mov.b64 " : "mov.b32 ") + r + ", " + imm(v));
+  known_[r] = v;
+  return knownConstants_[key] = r;
 }
 
 const UseCounts &Lowering::uses() {

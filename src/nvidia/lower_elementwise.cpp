@@ -165,12 +165,27 @@ std::string Lowering::compare(OpKind kind, DType d, const std::string &a, const 
     return opReg(std::string("setp.") + kFloat[k] + floatSuffix(cd), RegClass::Pred,
                  {toF32IfNeeded(a, d), toF32IfNeeded(c, d)});
   }
+  std::optional<int64_t> x = knownValue(a), y = knownValue(c);
+  if (x && y) { // known on both sides: compared as `d` compares them
+    int bits = dtypeBits(d);
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t ux = (uint64_t)*x & mask, uy = (uint64_t)*y & mask, top = 1ull << (bits - 1);
+    if (!isUnsigned(d)) { // order by the sign-flipped bits
+      ux ^= top;
+      uy ^= top;
+    }
+    bool v = k == 0 ? ux == uy : k == 1 ? ux != uy : k == 2 ? ux < uy : k == 3 ? ux <= uy
+           : k == 4 ? ux > uy : ux >= uy;
+    return knownConstant(RegClass::Pred, v);
+  }
   std::string suffix = (k < 2) ? bitsSuffix(d) : intSuffix(d);
   return opReg(std::string("setp.") + kInt[k] + suffix, RegClass::Pred, {a, c});
 }
 
 std::string Lowering::select(DType d, const std::string &c, const std::string &a,
                              const std::string &e) {
+  if (std::optional<int64_t> known = knownValue(c))
+    return *known ? a : e;
   RegClass rc = regClassOf(d);
   if (rc == RegClass::Pred) {
     std::string t = opReg("and.pred", rc, {c, a});
@@ -250,6 +265,22 @@ std::string Lowering::binary(const Op &op, OpKind kind, DType d, const std::stri
   RegClass rc = regClassOf(d);
   std::string is = intSuffix(d), bs = bitsSuffix(d);
   bool wide = rc == RegClass::B64;
+  if (kind == OpKind::Max || kind == OpKind::Min) { // with the identity: the other operand
+    int bits = dtypeBits(d);
+    bool isMax = kind == OpKind::Max;
+    auto identity = [&](const std::string &r) {
+      std::optional<int64_t> v = knownValue(r);
+      if (!v)
+        return false;
+      uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1, u = (uint64_t)*v & mask;
+      uint64_t top = 1ull << (bits - 1);
+      return isUnsigned(d) ? u == (isMax ? 0 : mask) : u == (isMax ? top : top - 1);
+    };
+    if (identity(a))
+      return c;
+    if (identity(c))
+      return a;
+  }
   auto shiftAmount = [&]() {
     if (!wide)
       return c;

@@ -45,6 +45,11 @@ std::string Lowering::threadCoord(const LinearLayout *l, int dim) {
   auto it = threadCoords_.find(key);
   if (it != threadCoords_.end())
     return it->second;
+  auto splits = [&](const std::vector<Coords> &bases) {
+    return std::any_of(bases.begin(), bases.end(), [&](const Coords &c) { return c[dim] != 0; });
+  };
+  if (!splits(l->lanes) && !splits(l->warps)) // every thread's part is 0
+    return threadCoords_[key] = knownConstant(RegClass::B32, 0);
   std::string acc = b.reg(RegClass::B32);
   b.emitPrologue("mov.u32 " + acc + ", 0");
   auto add = [&](const std::vector<Coords> &bases, const std::string &index) {
@@ -69,6 +74,8 @@ std::string Lowering::elementCoord(const LinearLayout *l, int dim, int r) {
   int64_t c = l->regCoords(r)[dim];
   if (!c)
     return base;
+  if (std::optional<int64_t> t = knownValue(base))
+    return knownConstant(RegClass::B32, *t ^ c);
   return opReg("xor.b32", RegClass::B32, {base, imm(c)});
 }
 

@@ -211,6 +211,12 @@ public:
                   const std::string &e);
   std::string opReg(const std::string &instr, RegClass rc, const std::vector<std::string> &srcs);
   std::string constantReg(DType d, double fv, int64_t iv);
+  // Integers and predicates known while lowering (constants, coordinates
+  // along dims no thread splits): compares, selects and min/max with an
+  // identity on them fold instead of being emitted per register.
+  std::optional<int64_t> knownValue(const std::string &reg) const;
+  // A register holding `v`, one per value and class, set in the prologue.
+  std::string knownConstant(RegClass rc, int64_t v);
 
   // --- thread coordinates (lower_layout.cpp)
   // This thread's part of the coordinate along `dim` of layout `l` (XOR it
@@ -418,6 +424,8 @@ private:
   std::deque<LinearLayout> layouts_;
   std::map<std::vector<int64_t>, const LinearLayout *> defaults_;
   std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
+  std::unordered_map<std::string, int64_t> known_;
+  std::map<std::pair<RegClass, int64_t>, std::string> knownConstants_;
   std::map<const LinearLayout *, std::string> owners_;
   std::map<std::string, std::string> sharedThreadAddrs_;
   std::map<std::string, TileThread> tileThreads_;
