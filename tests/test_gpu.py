@@ -761,6 +761,27 @@ def test_a_split_of_the_accumulator_stays_in_registers():
 
 
 @needs_ptxas
+def test_no_instruction_computes_a_register_nobody_reads():
+    """The lowering computes values for every register of a layout (each
+    element's address) and uses only some (a vector's first); the unread ones
+    are dropped from the PTX."""
+    import re
+    import test_kernels
+    k = tilec.compile(test_kernels.index_pointer_matmul_kernel,
+                      signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32",
+                                 "N": "i32", "K": "i32"},
+                      constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
+                      num_warps=4, num_stages=3,
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    body = k.asm["ptx"].split("{", 1)[1]
+    pure = r"(?:add|sub|mul|mad|mov|cvt|setp|selp|xor|and|or|shl|shr|bfe|min|max)"
+    written = re.findall(r"^\s*(?:@!?%p\d+ )?" + pure + r"[.\w]* (%[a-z]+\d+),", body, re.M)
+    assert written
+    reads = re.findall(r"%[a-z]+\d+", body)
+    assert [r for r in set(written) if reads.count(r) < 2] == []  # each read besides its write
+
+
+@needs_ptxas
 def test_pointers_computed_from_the_loop_index_are_pipelined():
     import test_kernels
     k = tilec.compile(test_kernels.index_pointer_matmul_kernel,

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cctype>
 #include <cstring>
+#include <unordered_map>
 
 namespace tilec::nvidia {
 
@@ -57,12 +59,109 @@ std::string PtxBuilder::newLabel(const std::string &hint) {
 void PtxBuilder::label(const std::string &name) { body_ << name << ":\n"; }
 void PtxBuilder::comment(const std::string &text) { body_ << "\t// " << text << "\n"; }
 
+namespace {
+
+// Instructions with no effect but their destination register.
+bool pureOpcode(const std::string &op) {
+  static const char *const kPure[] = {"add", "sub", "mul",  "mad", "mov", "cvt", "cvta",
+                                      "setp", "selp", "xor", "and", "or",  "not", "shl",
+                                      "shr", "bfe", "bfi",  "min", "max", "neg", "abs",
+                                      "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz"};
+  std::string base = op.substr(0, op.find('.'));
+  for (const char *p : kPure)
+    if (base == p)
+      return true;
+  return false;
+}
+
+bool regStart(const std::string &s, size_t i) {
+  return s[i] == '%' && i + 1 < s.size() && std::strchr("phrf", s[i + 1]);
+}
+
+// The virtual registers a line names (%p1, %rd7, ...), in order.
+std::vector<std::string> registersOf(const std::string &line) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (!regStart(line, i))
+      continue;
+    size_t j = i + 1;
+    while (j < line.size() && std::isalpha((unsigned char)line[j]))
+      ++j;
+    size_t digits = j;
+    while (j < line.size() && std::isdigit((unsigned char)line[j]))
+      ++j;
+    if (j > digits)
+      out.push_back(line.substr(i, j - i));
+    i = j - 1;
+  }
+  return out;
+}
+
+// The register a pure instruction writes, when it writes exactly one, else "".
+std::string deadCandidate(const std::string &line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos || line.back() != ';')
+    return "";
+  if (line[i] == '@') { // a guard
+    i = line.find(' ', i);
+    if (i == std::string::npos)
+      return "";
+    ++i;
+  }
+  size_t end = line.find(' ', i);
+  if (end == std::string::npos || !pureOpcode(line.substr(i, end - i)))
+    return "";
+  size_t comma = line.find(',', end);
+  if (comma == std::string::npos)
+    return "";
+  std::string dst = line.substr(end + 1, comma - end - 1);
+  std::vector<std::string> regs = registersOf(dst);
+  return regs.size() == 1 && regs[0] == dst ? dst : "";
+}
+
+// Drops instructions whose result nobody reads, until none is left: the
+// lowering computes some values for every register of a layout and uses
+// only some (a vector's first address), and PTX size is ptxas time.
+std::string withoutDeadInstructions(const std::string &text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  std::unordered_map<std::string, int> reads;
+  std::vector<std::string> dst(lines.size());
+  for (size_t k = 0; k < lines.size(); ++k) {
+    dst[k] = deadCandidate(lines[k]);
+    std::vector<std::string> regs = registersOf(lines[k]);
+    for (size_t r = dst[k].empty() ? 0 : 1; r < regs.size(); ++r)
+      ++reads[regs[r]];
+  }
+  std::vector<bool> dead(lines.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = lines.size(); k-- > 0;) {
+      if (dead[k] || dst[k].empty() || reads[dst[k]] > 0)
+        continue;
+      dead[k] = changed = true;
+      std::vector<std::string> regs = registersOf(lines[k]);
+      for (size_t r = 1; r < regs.size(); ++r)
+        --reads[regs[r]];
+    }
+  }
+  std::string out;
+  for (size_t k = 0; k < lines.size(); ++k)
+    if (!dead[k])
+      out += lines[k] + "\n";
+  return out;
+}
+
+} // namespace
+
 std::string PtxBuilder::functionBody() const {
   std::ostringstream os;
   for (int c = 0; c < 6; ++c)
     if (counts_[c])
       os << "\t.reg " << kDeclType[c] << " " << kPrefix[c] << "<" << counts_[c] + 1 << ">;\n";
-  os << prologue_.str() << body_.str();
+  os << withoutDeadInstructions(prologue_.str() + body_.str());
   return os.str();
 }
 
