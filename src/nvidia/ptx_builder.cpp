@@ -68,6 +68,8 @@ bool pureOpcode(const std::string &op) {
                                       "shr", "bfe", "bfi",  "min", "max", "neg", "abs",
                                       "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz"};
   std::string base = op.substr(0, op.find('.'));
+  if (op.find(".cc") != std::string::npos) // sets the carry flag another instruction reads
+    return false;
   for (const char *p : kPure)
     if (base == p)
       return true;
@@ -129,8 +131,12 @@ std::string withoutDeadInstructions(const std::string &text) {
     lines.push_back(line);
   std::unordered_map<std::string, int> reads;
   std::vector<std::string> dst(lines.size());
+  int scopes = 0; // inside a `{ ... }` (inline asm): kept as written
   for (size_t k = 0; k < lines.size(); ++k) {
-    dst[k] = deadCandidate(lines[k]);
+    size_t first = lines[k].find_first_not_of(" \t");
+    char c = first == std::string::npos ? ' ' : lines[k][first];
+    scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
+    dst[k] = scopes > 0 || c == '}' ? "" : deadCandidate(lines[k]);
     std::vector<std::string> regs = registersOf(lines[k]);
     for (size_t r = dst[k].empty() ? 0 : 1; r < regs.size(); ++r)
       ++reads[regs[r]];
