@@ -177,18 +177,16 @@ Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTil
 
 SharedAddr Lowering::tileAddress(const std::string &base, const TileThread &th, int64_t c,
                                  std::map<std::pair<std::string, int64_t>, std::string> &cache) {
-  // Bits of th.mask's span may carry into each other: XOR every bit up to its highest.
-  int64_t span = 0;
-  while (span < th.mask)
-    span = span * 2 + 1;
-  int64_t mixed = c & span;
+  // The thread part sets only bits of th.mask: c's other bits add to it without
+  // carries, as an immediate offset.
+  int64_t mixed = c & th.mask;
   auto key = std::make_pair(base, mixed);
   auto it = cache.find(key);
   if (it == cache.end()) {
     std::string x = mixed ? opReg("xor.b32", RegClass::B32, {th.reg, imm(mixed)}) : th.reg;
     it = cache.emplace(key, opReg("add.u32", RegClass::B32, {base, x})).first;
   }
-  return SharedAddr{it->second, c & ~span};
+  return SharedAddr{it->second, c & ~th.mask};
 }
 
 int64_t Lowering::tileRegOffset(const LinearLayout *l, int r, const SharedTile &t,
