@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cctype>
 #include <cstring>
-#include <unordered_map>
+#include <string_view>
 
 namespace tilec::nvidia {
 
@@ -76,87 +76,109 @@ bool pureOpcode(const std::string &op) {
   return false;
 }
 
-bool regStart(const std::string &s, size_t i) {
-  return s[i] == '%' && i + 1 < s.size() && std::strchr("phrf", s[i + 1]);
-}
-
-// The virtual registers a line names (%p1, %rd7, ...), in order.
-std::vector<std::string> registersOf(const std::string &line) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (!regStart(line, i))
+// The virtual registers a line names (%p1, %rd7, ...), in order, as dense
+// ids: each class's numbers after the classes before it (`counts` per class).
+void registersOf(std::string_view line, const std::array<int, 6> &counts, std::vector<int> &out) {
+  out.clear();
+  for (size_t i = 0; i + 1 < line.size(); ++i) {
+    if (line[i] != '%')
       continue;
     size_t j = i + 1;
     while (j < line.size() && std::isalpha((unsigned char)line[j]))
       ++j;
+    std::string_view prefix = line.substr(i, j - i);
+    int number = 0;
     size_t digits = j;
     while (j < line.size() && std::isdigit((unsigned char)line[j]))
-      ++j;
-    if (j > digits)
-      out.push_back(line.substr(i, j - i));
+      number = number * 10 + (line[j++] - '0');
     i = j - 1;
+    if (j == digits)
+      continue; // %tid.x and other special registers
+    int base = 0;
+    for (int c = 0; c < 6; ++c) {
+      if (prefix == kPrefix[c]) {
+        out.push_back(base + number);
+        break;
+      }
+      base += counts[c] + 1;
+    }
   }
-  return out;
 }
 
-// The register a pure instruction writes, when it writes exactly one, else "".
-std::string deadCandidate(const std::string &line) {
+// The register a pure instruction writes when it writes exactly one (its id),
+// else -1.
+int deadCandidate(std::string_view line, const std::array<int, 6> &counts,
+                  std::vector<int> &scratch) {
   size_t i = line.find_first_not_of(" \t");
-  if (i == std::string::npos || line.back() != ';')
-    return "";
+  if (i == std::string_view::npos || line.back() != ';')
+    return -1;
   if (line[i] == '@') { // a guard
     i = line.find(' ', i);
-    if (i == std::string::npos)
-      return "";
+    if (i == std::string_view::npos)
+      return -1;
     ++i;
   }
   size_t end = line.find(' ', i);
-  if (end == std::string::npos || !pureOpcode(line.substr(i, end - i)))
-    return "";
+  if (end == std::string_view::npos || !pureOpcode(std::string(line.substr(i, end - i))))
+    return -1;
   size_t comma = line.find(',', end);
-  if (comma == std::string::npos)
-    return "";
-  std::string dst = line.substr(end + 1, comma - end - 1);
-  std::vector<std::string> regs = registersOf(dst);
-  return regs.size() == 1 && regs[0] == dst ? dst : "";
+  if (comma == std::string_view::npos)
+    return -1;
+  std::string_view dst = line.substr(end + 1, comma - end - 1);
+  if (dst.empty() || dst[0] != '%' || dst.find_first_of("{|") != std::string_view::npos)
+    return -1;
+  registersOf(dst, counts, scratch);
+  return scratch.size() == 1 ? scratch[0] : -1;
 }
 
 // Drops instructions whose result nobody reads, until none is left: the
 // lowering computes some values for every register of a layout and uses
 // only some (a vector's first address), and PTX size is ptxas time.
-std::string withoutDeadInstructions(const std::string &text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  std::unordered_map<std::string, int> reads;
-  std::vector<std::string> dst(lines.size());
+std::string withoutDeadInstructions(const std::string &text, const std::array<int, 6> &counts) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos)
+      end = text.size();
+    lines.push_back(std::string_view(text).substr(at, end - at));
+    at = end + 1;
+  }
+  int numRegs = 0;
+  for (int c : counts)
+    numRegs += c + 1;
+  std::vector<int> reads(numRegs, 0), dst(lines.size(), -1), regs;
+  std::vector<std::vector<int>> sources(lines.size());
   int scopes = 0; // inside a `{ ... }` (inline asm): kept as written
   for (size_t k = 0; k < lines.size(); ++k) {
     size_t first = lines[k].find_first_not_of(" \t");
-    char c = first == std::string::npos ? ' ' : lines[k][first];
+    char c = first == std::string_view::npos ? ' ' : lines[k][first];
     scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
-    dst[k] = scopes > 0 || c == '}' ? "" : deadCandidate(lines[k]);
-    std::vector<std::string> regs = registersOf(lines[k]);
-    for (size_t r = dst[k].empty() ? 0 : 1; r < regs.size(); ++r)
+    if (scopes <= 0 && c != '}')
+      dst[k] = deadCandidate(lines[k], counts, regs);
+    registersOf(lines[k], counts, regs);
+    for (size_t r = dst[k] < 0 ? 0 : 1; r < regs.size(); ++r)
       ++reads[regs[r]];
+    if (dst[k] >= 0)
+      sources[k].assign(regs.begin() + 1, regs.end());
   }
   std::vector<bool> dead(lines.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = lines.size(); k-- > 0;) {
-      if (dead[k] || dst[k].empty() || reads[dst[k]] > 0)
+      if (dead[k] || dst[k] < 0 || reads[dst[k]] > 0)
         continue;
       dead[k] = changed = true;
-      std::vector<std::string> regs = registersOf(lines[k]);
-      for (size_t r = 1; r < regs.size(); ++r)
-        --reads[regs[r]];
+      for (int r : sources[k])
+        --reads[r];
     }
   }
   std::string out;
+  out.reserve(text.size());
   for (size_t k = 0; k < lines.size(); ++k)
-    if (!dead[k])
-      out += lines[k] + "\n";
+    if (!dead[k]) {
+      out += lines[k];
+      out += '\n';
+    }
   return out;
 }
 
@@ -167,7 +189,7 @@ std::string PtxBuilder::functionBody() const {
   for (int c = 0; c < 6; ++c)
     if (counts_[c])
       os << "\t.reg " << kDeclType[c] << " " << kPrefix[c] << "<" << counts_[c] + 1 << ">;\n";
-  os << withoutDeadInstructions(prologue_.str() + body_.str());
+  os << withoutDeadInstructions(prologue_.str() + body_.str(), counts_);
   return os.str();
 }
 
