@@ -705,6 +705,63 @@ def test_tiles_go_out_by_tma(how, dtype, blocks):
     assert k.n_spills == 0
 
 
+@tilec.jit
+def store_then_read_back_kernel(c_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr,
+                                SIGNAL: tl.constexpr):
+    """A tile stored through a descriptor, then read back (or a flag raised):
+    the TMA store must have landed, not only read its shared tile."""
+    desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    tile = tl.full((BM, BN), 3.0, tl.float16)
+    desc.store([0, 0], tile)
+    if SIGNAL:
+        tl.atomic_add(out_ptr, 1)
+    else:
+        back = tl.load(c_ptr + tl.arange(0, BN))
+        tl.store(out_ptr + tl.arange(0, BN), back)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("signal", [False, True])
+def test_a_tma_store_read_back_later_lands_first(signal):
+    k = tilec.compile(store_then_read_back_kernel,
+                      signature={"c_ptr": "*fp16", "out_ptr": "*fp16" if not signal else "*i32",
+                                 "M": "i32", "N": "i32"},
+                      constexprs={"BM": 64, "BN": 64, "SIGNAL": signal}, target="sm_90a",
+                      num_warps=4, divisible_by_16=["c_ptr", "out_ptr", "M", "N"])
+    ptx = k.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    assert "cp.async.bulk.wait_group 0" in ptx and "fence.proxy.async.global" in ptx
+    assert "wait_group.read" not in ptx
+
+
+@needs_ptxas
+def test_16_bit_integers_are_not_stored_by_tma():
+    """i16 lives in 32-bit registers: the tile writer is for elements of register width."""
+    k = _descriptor_store("block_ptr", "i16")
+    assert "cp.async.bulk.tensor.2d.global" not in k.asm["ptx"]
+
+
+@tilec.jit
+def atomic_result_compared_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    old = tl.atomic_add(x_ptr + offs, 1)
+    tl.store(y_ptr + offs, tl.where(old == 5, 1, 2))
+
+
+@needs_ptxas
+def test_an_atomic_result_is_not_a_known_constant():
+    """The atomic's result register starts at 0 but the atom writes it: the
+    compare on it is emitted, not folded to `0 == 5`."""
+    import re
+    k = tilec.compile(atomic_result_compared_kernel, signature={"x_ptr": "*i32", "y_ptr": "*i32"},
+                      constexprs={"BLOCK": 128}, target="sm_90a", num_warps=4,
+                      divisible_by_16=["x_ptr", "y_ptr"])
+    ptx = k.asm["ptx"]
+    olds = re.findall(r"atom\.[\w.]+ (%r\d+),", ptx)
+    assert olds
+    assert all(re.search(r"setp\.\w+\.\w+ %p\d+, " + r + r"\b", ptx) for r in olds)
+
+
 @needs_ptxas
 @pytest.mark.parametrize("dtype,divisible", [("fp16", False), ("fp8e4nv", True)])
 def test_some_stores_go_out_without_tma(dtype, divisible):

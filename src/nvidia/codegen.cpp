@@ -131,6 +131,12 @@ std::string Lowering::constantReg(DType d, double fv, int64_t iv) {
   return "";
 }
 
+std::string Lowering::zeroedReg(DType d) {
+  std::string r = constantReg(d, 0, 0);
+  known_.erase(r);
+  return r;
+}
+
 std::optional<int64_t> Lowering::knownValue(const std::string &reg) const {
   auto it = known_.find(reg);
   if (it == known_.end())

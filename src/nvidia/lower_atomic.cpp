@@ -96,7 +96,7 @@ void Lowering::lowerAtomic(const Op &op) {
     }
     if (load) {
       // Masked-off elements read 0; an i1 is a byte in memory.
-      std::string dst = constantReg(d == DType::I1 ? DType::U32 : d, 0, 0);
+      std::string dst = zeroedReg(d == DType::I1 ? DType::U32 : d);
       b.emit(pred + "ld" + order + memType(d) + " " + dst + ", " + addr);
       out.regs.push_back(d == DType::I1 ? opReg("setp.ne.u32", RegClass::Pred, {dst, "0"})
                                         : normalize(dst, d));
@@ -111,7 +111,7 @@ void Lowering::lowerAtomic(const Op &op) {
       if (!p.empty())
         b.emit("@!" + p + " bra " + done);
       b.label(again);
-      std::string now = constantReg(d, 0, 0);
+      std::string now = zeroedReg(d);
       b.emit("ld" + order + memType(d) + " " + now + ", " + addr);
       b.emit("mov.pred " + seen + ", " +
              compare(OpKind::CmpEq, d, normalize(now, d), value.regs[r]));
@@ -128,7 +128,7 @@ void Lowering::lowerAtomic(const Op &op) {
       out.regs.push_back(seen);
       continue;
     }
-    std::string old = constantReg(d, 0, 0); // a fresh register; masked-off elements return 0
+    std::string old = zeroedReg(d); // masked-off elements return 0
     if (halfMinMax) {
       // atom has no scalar f16/bf16 min or max: compare-and-swap until no other
       // thread changed the element between the read and the swap.
@@ -155,7 +155,7 @@ void Lowering::lowerAtomic(const Op &op) {
       std::string positive = opReg("not.pred", RegClass::Pred, {negative});
       std::string s = std::to_string(dtypeBits(d));
       bool max = kind == "max";
-      std::string oldBits = constantReg(bitsType, 0, 0);
+      std::string oldBits = zeroedReg(bitsType);
       for (bool neg : {false, true}) {
         std::string q = neg ? negative : positive;
         if (!p.empty())

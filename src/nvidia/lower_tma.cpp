@@ -8,6 +8,10 @@
 // it out, and TMA drops what lies out of bounds.
 #include "nvidia/lowering.h"
 
+#include <algorithm>
+
+#include "ir/pointer_origins.h"
+
 namespace tilec::nvidia {
 
 namespace {
@@ -282,8 +286,12 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
   const Value *value = store.operand(1);
   DType d = value->type.dtype;
   // 1-byte elements (fp8) wait for a run on the GPU of their 64-byte-swizzled tiles.
+  // Elements held in registers of their own width (f16, bf16; 32-bit types),
+  // in a tile of at most 64 KiB, as the scratch allows.
   return store.kind == OpKind::StoreBlock && value->type.isTensor() && dtypeBytes(d) >= 2 &&
-         dtypeBytes(d) <= 4 && value->type.shape == store.operand(0)->type.blockShape &&
+         dtypeBytes(d) <= 4 && storageBytes(d) == dtypeBytes(d) &&
+         value->type.numel() * dtypeBytes(d) <= 64 * 1024 &&
+         value->type.shape == store.operand(0)->type.blockShape &&
          tmaMovable(fn, info, store.operand(0), dtypeBytes(d));
 }
 
@@ -313,8 +321,59 @@ void Lowering::lowerTmaStore(const Op &op) {
            ", {" + x + ", " + row + "}], [" + from + "]");
   }
   b.emit("@" + leader + " cp.async.bulk.commit_group");
-  b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
+  if (readBackMayMeet(op)) { // the writes land, and generic reads after see them
+    b.emit("@" + leader + " cp.async.bulk.wait_group 0");
+    b.emit("@" + leader + " fence.proxy.async.global");
+  } else {
+    b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
+  }
   barrier(); // the scratch is free again once the copy has read it
+}
+
+// Whether memory the TMA store writes may be read (or signalled through an
+// atomic) later in the kernel: then the store must land before the kernel
+// goes on, not only have read its tile. A load meets the store when their
+// addresses may derive from the same argument.
+bool Lowering::readBackMayMeet(const Op &store) {
+  auto origins = [&](const Value *ptr) -> std::optional<PointerOrigins> {
+    if (ptr->type.dtype == DType::BlockPtr) {
+      const Op *origin = blockPtrOrigin(ptr);
+      if (!origin)
+        return std::nullopt;
+      ptr = origin->operand(0);
+    }
+    PointerOrigins o = pointerOrigins(fn, ptr);
+    if (o.madeAtRunTime)
+      return std::nullopt;
+    return o;
+  };
+  std::optional<PointerOrigins> written = origins(store.operand(0));
+  bool meets = !written;
+  walk(*fn.body, [&](Op *op) {
+    if (meets)
+      return;
+    switch (op->kind) {
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS:
+    case OpKind::AtomicLoad:
+    case OpKind::AtomicStore:
+    case OpKind::AtomicPoll:
+      meets = true;
+      return;
+    case OpKind::Load:
+    case OpKind::LoadBlock: {
+      std::optional<PointerOrigins> read = origins(op->operand(0));
+      meets = !read;
+      for (int a : read ? read->arguments : std::vector<int>{})
+        meets = meets || std::find(written->arguments.begin(), written->arguments.end(), a) !=
+                             written->arguments.end();
+      return;
+    }
+    default:
+      return;
+    }
+  });
+  return meets;
 }
 
 } // namespace tilec::nvidia

@@ -48,7 +48,7 @@ struct SharedAddr {
 // and strides the launcher can compute from the arguments.
 bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes);
 // Whether block store `store` can go out by TMA (tmaMovable, of a value of
-// 2- or 4-byte elements).
+// 2- or 4-byte elements held in registers of that width, at most 64 KiB).
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
 // The box of one copy of shared tile `t`: its rows, one swizzle-wide column block.
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes);
@@ -211,6 +211,9 @@ public:
                   const std::string &e);
   std::string opReg(const std::string &instr, RegClass rc, const std::vector<std::string> &srcs);
   std::string constantReg(DType d, double fv, int64_t iv);
+  // A fresh register set to 0, for an instruction to write (an atomic's old
+  // value): not a known value, unlike constantReg's.
+  std::string zeroedReg(DType d);
   // Integers and predicates known while lowering (constants, coordinates
   // along dims no thread splits): compares, selects and min/max with an
   // identity on them fold instead of being emitted per register.
@@ -367,6 +370,7 @@ public:
   // origin, whose copies move `tile` one swizzle-wide column block at a time.
   std::string tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes);
   void lowerTmaStore(const Op &op);
+  bool readBackMayMeet(const Op &store);
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();

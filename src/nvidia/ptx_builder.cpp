@@ -156,10 +156,14 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
     if (scopes <= 0 && c != '}')
       dst[k] = deadCandidate(lines[k], counts, regs);
     registersOf(lines[k], counts, regs);
-    for (size_t r = dst[k] < 0 ? 0 : 1; r < regs.size(); ++r)
-      ++reads[regs[r]];
-    if (dst[k] >= 0)
-      sources[k].assign(regs.begin() + 1, regs.end());
+    // Every register but the destination is read, a guard's predicate too.
+    size_t written = dst[k] < 0 ? regs.size() : c == '@' ? 1 : 0;
+    for (size_t r = 0; r < regs.size(); ++r)
+      if (r != written) {
+        ++reads[regs[r]];
+        if (dst[k] >= 0)
+          sources[k].push_back(regs[r]);
+      }
   }
   std::vector<bool> dead(lines.size(), false);
   for (bool changed = true; changed;) {
