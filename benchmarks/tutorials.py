@@ -5,7 +5,8 @@ made in the kernel), each autotuned over the tutorial's own configs, beside
 cuBLAS, in TFLOP/s. Needs the conformance folder: ../shared/conformance, or
 .conformance (as scripts/gpu_check.sh carries it).
 
-    python benchmarks/tutorials.py [--k 512 4096] [--prec fp16|fp8]
+    python benchmarks/tutorials.py [--k 512 4096] [--prec fp16|fp8] [--only tma ...]
+                                   [--each-config] [--timings] [--verify-tuning]
 """
 
 import argparse
@@ -60,6 +61,9 @@ def main():
                         help="time every config of the tutorial, not only the autotuned best")
     parser.add_argument("--timings", action="store_true",
                         help="print what each autotuner measured for every config")
+    parser.add_argument("--verify-tuning", action="store_true",
+                        help="time tilec's chosen config and the tuning's three fastest alone, "
+                             "beside what tuning measured for them")
     args = parser.parse_args()
     path = tutorial_path("09-persistent-matmul.py")
     import triton  # noqa: F401  Triton itself first: its compiled modules stay registered
@@ -99,6 +103,9 @@ def main():
                 report(label, K, results, tuners)
                 if args.timings:
                     print_timings(tuners)
+                if args.verify_tuning and not args.each_config:
+                    verify_tuning(tuners["tilec"], lambda: time_one(
+                        sides["tilec"], name, extra, transposed, a, bt, expect, flops), flops)
             for who, t in tuners.items():
                 t.configs = configs[who]
 
@@ -130,6 +137,29 @@ def print_timings(tuners):
         for config, t in sorted(timings.items(), key=lambda kv: kv[1]):
             ms = t[0] if isinstance(t, (list, tuple)) else t
             print(f"    {config_text(config):<24} {ms:.4f} ms")
+
+
+def verify_tuning(tuner, run, flops):
+    """tilec's tuning measurements against the same configs timed alone: a
+    config tuned fast but slow alone (or the reverse) means tuning measured
+    something else."""
+    timings = getattr(tuner, "configs_timings", None) or {}
+    if not timings:
+        return
+    ms = lambda t: t[0] if isinstance(t, (list, tuple)) else t
+    ranked = sorted(timings, key=lambda c: ms(timings[c]))
+    chosen = getattr(tuner, "best_config", None)
+    picks = ([chosen] if chosen is not None else []) + [c for c in ranked[:3] if c is not chosen]
+    configs = list(tuner.configs)
+    for config in picks:
+        tuner.configs = [config]
+        tuner.cache.clear()
+        alone = run()
+        alone_ms = flops / alone * 1e-9 if isinstance(alone, float) else float("nan")
+        print(f"  tuned {ms(timings[config]):.4f} ms, alone {alone_ms:.4f} ms: "
+              f"{config_text(config)}{'  (chosen)' if config is chosen else ''}", flush=True)
+    tuner.configs = configs
+    tuner.cache.clear()
 
 
 if __name__ == "__main__":
