@@ -62,13 +62,13 @@ void PtxBuilder::comment(const std::string &text) { body_ << "\t// " << text << 
 namespace {
 
 // Instructions with no effect but their destination register.
-bool pureOpcode(const std::string &op) {
+bool pureOpcode(std::string_view op) {
   static const char *const kPure[] = {"add", "sub", "mul",  "mad", "mov", "cvt", "cvta",
                                       "setp", "selp", "xor", "and", "or",  "not", "shl",
                                       "shr", "bfe", "bfi",  "min", "max", "neg", "abs",
                                       "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz"};
-  std::string base = op.substr(0, op.find('.'));
-  if (op.find(".cc") != std::string::npos) // sets the carry flag another instruction reads
+  std::string_view base = op.substr(0, op.find('.'));
+  if (op.find(".cc") != std::string_view::npos) // sets the carry flag another instruction reads
     return false;
   for (const char *p : kPure)
     if (base == p)
@@ -119,7 +119,7 @@ int deadCandidate(std::string_view line, const std::array<int, 6> &counts,
     ++i;
   }
   size_t end = line.find(' ', i);
-  if (end == std::string_view::npos || !pureOpcode(std::string(line.substr(i, end - i))))
+  if (end == std::string_view::npos || !pureOpcode(line.substr(i, end - i)))
     return -1;
   size_t comma = line.find(',', end);
   if (comma == std::string_view::npos)
@@ -147,7 +147,9 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
   for (int c : counts)
     numRegs += c + 1;
   std::vector<int> reads(numRegs, 0), dst(lines.size(), -1), regs;
-  std::vector<std::vector<int>> sources(lines.size());
+  // The registers each candidate reads: sources[sourceStart[k] .. sourceStart[k + 1]).
+  std::vector<int> sources;
+  std::vector<size_t> sourceStart(lines.size() + 1, 0);
   int scopes = 0; // inside a `{ ... }` (inline asm): kept as written
   for (size_t k = 0; k < lines.size(); ++k) {
     size_t first = lines[k].find_first_not_of(" \t");
@@ -162,8 +164,9 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
       if (r != written) {
         ++reads[regs[r]];
         if (dst[k] >= 0)
-          sources[k].push_back(regs[r]);
+          sources.push_back(regs[r]);
       }
+    sourceStart[k + 1] = sources.size();
   }
   std::vector<bool> dead(lines.size(), false);
   for (bool changed = true; changed;) {
@@ -172,8 +175,8 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
       if (dead[k] || dst[k] < 0 || reads[dst[k]] > 0)
         continue;
       dead[k] = changed = true;
-      for (int r : sources[k])
-        --reads[r];
+      for (size_t r = sourceStart[k]; r < sourceStart[k + 1]; ++r)
+        --reads[sources[r]];
     }
   }
   std::string out;
