@@ -292,6 +292,7 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
          dtypeBytes(d) <= 4 && storageBytes(d) == dtypeBytes(d) &&
          value->type.numel() * dtypeBytes(d) <= 64 * 1024 &&
          value->type.shape == store.operand(0)->type.blockShape &&
+         d == store.operand(0)->type.pointee &&
          tmaMovable(fn, info, store.operand(0), dtypeBytes(d));
 }
 
