@@ -9,6 +9,7 @@
 #   run(command="bash scripts/gpu_check.sh attention") # build + flash attention vs Triton
 #   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
 #   run(command="bash scripts/gpu_check.sh persistent")  # build + tutorial 09's matmuls vs Triton (carry .conformance)
+#   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -68,6 +69,10 @@ if want attention; then  # flash attention against Triton and SDPA; tilec's PTX 
 fi
 if want persistent && [[ -d .conformance ]]; then  # tutorial 09's matmuls (pointers, TMA, persistent) vs Triton
   $PY benchmarks/tutorials.py ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent.log"
+fi
+if [[ $ARGS == *" tuning "* && -d .conformance ]]; then  # does autotuning measure what runs alone? (not in all)
+  $PY benchmarks/tutorials.py --only tma tma_persistent --k 4096 --timings --verify-tuning 2>&1 \
+    | tee "$OUT/tuning.log"
 fi
 if want training; then  # memory-bound training kernels, forward and backward, against Triton and torch
   $PY benchmarks/training.py 2>&1 | tee "$OUT/training.log"
