@@ -817,19 +817,23 @@ def test_a_split_of_the_accumulator_stays_in_registers():
     assert len(re.findall(r"\bsetp\.", ptx)) <= 3
 
 
+def _index_pointer_matmul():
+    import test_kernels
+    return tilec.compile(test_kernels.index_pointer_matmul_kernel,
+                         signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
+                                    "M": "i32", "N": "i32", "K": "i32"},
+                         constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
+                         num_warps=4, num_stages=3,
+                         divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+
+
 @needs_ptxas
 def test_no_instruction_computes_a_register_nobody_reads():
     """The lowering computes values for every register of a layout (each
     element's address) and uses only some (a vector's first); the unread ones
     are dropped from the PTX."""
     import re
-    import test_kernels
-    k = tilec.compile(test_kernels.index_pointer_matmul_kernel,
-                      signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32",
-                                 "N": "i32", "K": "i32"},
-                      constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
-                      num_warps=4, num_stages=3,
-                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    k = _index_pointer_matmul()
     body = k.asm["ptx"].split("{", 1)[1]
     pure = r"(?:add|sub|mul|mad|mov|cvt|setp|selp|xor|and|or|shl|shr|bfe|min|max)"
     written = re.findall(r"^\s*(?:@!?%p\d+ )?" + pure + r"[.\w]* (%[a-z]+\d+),", body, re.M)
@@ -840,13 +844,7 @@ def test_no_instruction_computes_a_register_nobody_reads():
 
 @needs_ptxas
 def test_pointers_computed_from_the_loop_index_are_pipelined():
-    import test_kernels
-    k = tilec.compile(test_kernels.index_pointer_matmul_kernel,
-                      signature={"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32",
-                                 "N": "i32", "K": "i32"},
-                      constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
-                      num_warps=4, num_stages=3,
-                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    k = _index_pointer_matmul()
     (body,) = loop_bodies(k.asm["ptx"])
     assert "cp.async.cg.shared.global" in body and "wgmma.mma_async" in body
     assert "ld.global" not in body and "st.shared" not in body

@@ -153,7 +153,7 @@ std::string Lowering::knownConstant(RegClass rc, int64_t v) {
   if (rc == RegClass::Pred)
     b.emitPrologue("setp.ne.u32 " + r + ", " + imm(v != 0) + ", 0");
   else
-    b.emitPrologue(std::string(rc == RegClass::B16 ? "mov.b16 " : rc == RegClass::B64 ? "mov.b64 " : "mov.b32 ") + r + ", " + imm(v));
+    b.emitPrologue(std::string("mov") + regType(rc) + " " + r + ", " + imm(v));
   known_[r] = v;
   return knownConstants_[key] = r;
 }

@@ -151,6 +151,13 @@ std::string Lowering::toF32IfNeeded(const std::string &r, DType d) {
   return d == DType::F64 ? r : toF32(r, d);
 }
 
+// A known integer's bits as `d` holds them (registers keep narrow integers
+// sign- or zero-extended; b16 registers their raw bits).
+static uint64_t bitsOf(int64_t v, DType d) {
+  int bits = dtypeBits(d);
+  return bits == 64 ? (uint64_t)v : (uint64_t)v & ((1ull << bits) - 1);
+}
+
 std::string Lowering::compare(OpKind kind, DType d, const std::string &a, const std::string &c) {
   static const char *const kInt[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   static const char *const kFloat[] = {"eq", "neu", "lt", "le", "gt", "ge"};
@@ -167,9 +174,7 @@ std::string Lowering::compare(OpKind kind, DType d, const std::string &a, const 
   }
   std::optional<int64_t> x = knownValue(a), y = knownValue(c);
   if (x && y) { // known on both sides: compared as `d` compares them
-    int bits = dtypeBits(d);
-    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
-    uint64_t ux = (uint64_t)*x & mask, uy = (uint64_t)*y & mask, top = 1ull << (bits - 1);
+    uint64_t ux = bitsOf(*x, d), uy = bitsOf(*y, d), top = 1ull << (dtypeBits(d) - 1);
     if (!isUnsigned(d)) { // order by the sign-flipped bits
       ux ^= top;
       uy ^= top;
@@ -266,15 +271,13 @@ std::string Lowering::binary(const Op &op, OpKind kind, DType d, const std::stri
   std::string is = intSuffix(d), bs = bitsSuffix(d);
   bool wide = rc == RegClass::B64;
   if (kind == OpKind::Max || kind == OpKind::Min) { // with the identity: the other operand
-    int bits = dtypeBits(d);
     bool isMax = kind == OpKind::Max;
     auto identity = [&](const std::string &r) {
       std::optional<int64_t> v = knownValue(r);
       if (!v)
         return false;
-      uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1, u = (uint64_t)*v & mask;
-      uint64_t top = 1ull << (bits - 1);
-      return isUnsigned(d) ? u == (isMax ? 0 : mask) : u == (isMax ? top : top - 1);
+      uint64_t u = bitsOf(*v, d), all = bitsOf(-1, d), top = 1ull << (dtypeBits(d) - 1);
+      return isUnsigned(d) ? u == (isMax ? 0 : all) : u == (isMax ? top : top - 1);
     };
     if (identity(a))
       return c;

@@ -100,6 +100,20 @@ bool scalarProgram(const Function &fn, const Value *v, ScalarProgram &out) {
   }
 }
 
+// Each swizzle-wide column block of `tile` (elements of `bytes`) as one TMA
+// copy: `copy(first column, shared address)`, from column `col` and `smem`.
+template <typename F>
+void forEachColumnBlock(Lowering &L, const SharedTile &tile, int bytes, const std::string &col,
+                        const std::string &smem, F &&copy) {
+  for (int64_t c = 0; c < tile.rowBytes / tile.swizzle; ++c) {
+    std::string x = c ? L.opReg("add.u32", RegClass::B32, {col, imm(c * tile.swizzle / bytes)})
+                      : col;
+    std::string at =
+        c ? L.opReg("add.u32", RegClass::B32, {smem, imm(c * tile.rows * tile.swizzle)}) : smem;
+    copy(x, at);
+  }
+}
+
 } // namespace
 
 int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numArgs,
@@ -252,16 +266,14 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     // base, sizes and strides).
     std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[5]});
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[6]});
-    int64_t blocks = l.tile.rowBytes / l.tile.swizzle;
-    for (int64_t c = 0; c < blocks; ++c) {
-      std::string x = c ? opReg("add.u32", RegClass::B32, {col, imm(c * l.tile.swizzle / l.bytes)})
-                        : col;
-      std::string to =
-          c ? opReg("add.u32", RegClass::B32, {dst, imm(c * l.tile.rows * l.tile.swizzle)}) : dst;
-      b.emit("@" + go +
-             " cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [" + to +
-             "], [" + l.tensorMap + ", {" + x + ", " + row + "}], [" + bar + "]");
-    }
+    forEachColumnBlock(*this, l.tile, l.bytes, col, dst,
+                       [&](const std::string &x, const std::string &to) {
+                         b.emit("@" + go +
+                                " cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                                "complete_tx::bytes [" +
+                                to + "], [" + l.tensorMap + ", {" + x + ", " + row + "}], [" +
+                                bar + "]");
+                       });
   }
 }
 
@@ -285,9 +297,9 @@ void Lowering::releaseTmaBarriers(Pipeline &p) {
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
   const Value *value = store.operand(1);
   DType d = value->type.dtype;
-  // 1-byte elements (fp8) wait for a run on the GPU of their 64-byte-swizzled tiles.
   // Elements held in registers of their own width (f16, bf16; 32-bit types),
-  // in a tile of at most 64 KiB, as the scratch allows.
+  // in a tile of at most 64 KiB, as the scratch allows. 1-byte elements (fp8)
+  // wait for a run on the GPU of their 64-byte-swizzled tiles.
   return store.kind == OpKind::StoreBlock && value->type.isTensor() && dtypeBytes(d) >= 2 &&
          dtypeBytes(d) <= 4 && storageBytes(d) == dtypeBytes(d) &&
          value->type.numel() * dtypeBytes(d) <= 64 * 1024 &&
@@ -314,13 +326,12 @@ void Lowering::lowerTmaStore(const Op &op) {
   std::string leader = tmaLeader();
   std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
   std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
-  for (int64_t c = 0; c < tile.rowBytes / tile.swizzle; ++c) {
-    std::string x = c ? opReg("add.u32", RegClass::B32, {col, imm(c * tile.swizzle / bytes)}) : col;
-    std::string from =
-        c ? opReg("add.u32", RegClass::B32, {base, imm(c * tile.rows * tile.swizzle)}) : base;
-    b.emit("@" + leader + " cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [" + map +
-           ", {" + x + ", " + row + "}], [" + from + "]");
-  }
+  forEachColumnBlock(*this, tile, bytes, col, base,
+                     [&](const std::string &x, const std::string &from) {
+                       b.emit("@" + leader +
+                              " cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [" + map +
+                              ", {" + x + ", " + row + "}], [" + from + "]");
+                     });
   b.emit("@" + leader + " cp.async.bulk.commit_group");
   if (readBackMayMeet(op)) { // the writes land, and generic reads after see them
     b.emit("@" + leader + " cp.async.bulk.wait_group 0");
@@ -337,13 +348,7 @@ void Lowering::lowerTmaStore(const Op &op) {
 // addresses may derive from the same argument.
 bool Lowering::readBackMayMeet(const Op &store) {
   auto origins = [&](const Value *ptr) -> std::optional<PointerOrigins> {
-    if (ptr->type.dtype == DType::BlockPtr) {
-      const Op *origin = blockPtrOrigin(ptr);
-      if (!origin)
-        return std::nullopt;
-      ptr = origin->operand(0);
-    }
-    PointerOrigins o = pointerOrigins(fn, ptr);
+    PointerOrigins o = pointerOrigins(fn, ptr); // block pointers too, through their base
     if (o.madeAtRunTime)
       return std::nullopt;
     return o;
@@ -364,10 +369,10 @@ bool Lowering::readBackMayMeet(const Op &store) {
     case OpKind::Load:
     case OpKind::LoadBlock: {
       std::optional<PointerOrigins> read = origins(op->operand(0));
-      meets = !read;
-      for (int a : read ? read->arguments : std::vector<int>{})
-        meets = meets || std::find(written->arguments.begin(), written->arguments.end(), a) !=
-                             written->arguments.end();
+      const std::vector<int> &w = written->arguments;
+      meets = !read || std::any_of(read->arguments.begin(), read->arguments.end(), [&](int a) {
+                return std::find(w.begin(), w.end(), a) != w.end();
+              });
       return;
     }
     default:
