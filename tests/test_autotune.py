@@ -135,6 +135,32 @@ def test_single_config_is_not_timed():
     np.testing.assert_array_equal(out, x + 1)
 
 
+class FakeCudaTensor:
+    """Enough of a torch tensor on cuda:0 for the autotuner to ask where it lives."""
+    dtype = "float32"
+    device = "cuda:0"
+    shape = (64, 64)
+
+    def data_ptr(self):
+        return 0x10000
+
+    def stride(self):
+        return (64, 1)
+
+
+def test_tensors_inside_descriptors_and_tuples_say_where_tuning_times():
+    """Timing on the GPU is by CUDA events; a kernel whose tensors only come
+    inside host TensorDescriptors (or tuples) runs there too, and timing its
+    launches by the CPU's clock measured queued work, not its runs."""
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    tuner = tilec.autotune(BLOCKS, key=["n"])(add_one_kernel)
+    desc = TensorDescriptor.from_tensor(FakeCudaTensor(), [16, 16])
+    assert tuner._device((desc, 64), {}) == "cuda"
+    assert tuner._device(((1, FakeCudaTensor()),), {}) == "cuda"
+    assert tuner._device((), {"x_ptr": desc}) == "cuda"
+    assert tuner._device((np.zeros(4), 64), {}) == "cpu"
+
+
 def test_autotuner_attributes():
     kernel, _ = counted(BLOCKS)
     assert isinstance(kernel, Autotuner) and kernel.fn is add_one_kernel

@@ -213,6 +213,36 @@ def test_host_tensor_descriptors_on_the_fast_path(monkeypatch):
 
 
 @needs_gpu
+def test_a_kernel_of_descriptors_is_tuned_by_the_gpus_clock(monkeypatch):
+    """A kernel whose only tensors sit inside host TensorDescriptors (tutorial
+    09's TMA matmuls) is timed by CUDA events. Timed by the CPU's clock it timed
+    launches, and a config's queued runs were counted against the next one."""
+    torch = torch_cuda()
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+
+    def set_block(nargs):  # as tutorial 09's pre_hook: the descriptors take the config's tile
+        for name in ("src", "dst"):
+            nargs[name].block_shape = [nargs["BM"], nargs["BN"]]
+
+    configs = [tilec.Config({"BM": bm, "BN": 32}, pre_hook=set_block) for bm in (16, 32)]
+    tuned = tilec.autotune(configs, key=[])(desc_double_kernel)
+    devices = []
+    timed = tilec.testing.do_bench
+
+    def recording_bench(fn, **kwargs):
+        devices.append(kwargs.get("device"))
+        return timed(fn, **kwargs)
+
+    monkeypatch.setattr(tilec.testing, "do_bench", recording_bench)
+    x = torch.randn(96, 64, device="cuda")
+    y = torch.zeros_like(x)
+    src, dst = TensorDescriptor.from_tensor(x, [1, 1]), TensorDescriptor.from_tensor(y, [1, 1])
+    tuned[lambda meta: (tilec.cdiv(96, meta["BM"]), tilec.cdiv(64, meta["BN"]))](src, dst)
+    assert devices == ["cuda", "cuda"]
+    assert torch.equal(y, x * 2)
+
+
+@needs_gpu
 def test_launch_on_a_side_stream():
     torch = torch_cuda()
     n = 1 << 20

@@ -329,10 +329,13 @@ class Autotuner(_KernelWrapper):
         return True
 
     def _device(self, args, kwargs):
-        """Where the kernel runs: 'cuda' when a tensor argument is on a GPU, else 'cpu'."""
+        """Where the kernel runs: 'cuda' when a tensor argument is on a GPU, else 'cpu'.
+        Tensors inside host TensorDescriptors and tuples count: a kernel taking only
+        descriptors timed by the CPU's clock would time its launches, not its runs."""
         for value in (*args, *kwargs.values()):
-            if _args.is_tensor(value) and _args.device_of(value).startswith("cuda"):
-                return "cpu" if interpreting() else "cuda"
+            for tensor in _args.tensors_in(value):
+                if _args.device_of(tensor).startswith("cuda"):
+                    return "cpu" if interpreting() else "cuda"
         return "cpu"
 
     def _do_bench(self, device):
