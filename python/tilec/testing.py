@@ -123,9 +123,8 @@ def _bench_gpu(torch, fn, warmup, rep, grad_to_none):
     torch.cuda.synchronize()
     wall = (time.perf_counter() - wall) * 1e3
     # The estimate only sets how many runs fill `warmup` and `rep` ms: the wall
-    # clock bounds it from below, so that runs slowed by the host (or events
-    # that missed the work, as right after a compile inside the autotuner) do
-    # not turn 100 ms of timing into seconds.
+    # clock bounds it from below, so that runs slowed by the host do not turn
+    # 100 ms of timing into seconds.
     n_warmup, n_repeat = _runs(warmup, rep, max(start.elapsed_time(end), wall) / 5)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
