@@ -17,7 +17,7 @@ for IMPL in tilec triton; do
   echo "SASS instruction mix:"
   grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]+' "$OUT/matmul-$IMPL.sass" | awk '{print $2}' \
     | sed 's/\..*//' | sort | uniq -c | sort -rn | head -22 | tr '\n' ' '; echo
-  ncu --launch-skip 2 --launch-count 1 -k regex:matmul --section WarpStateStats \
+  NCU_PROFILING=1 ncu --launch-skip 2 --launch-count 1 -k regex:matmul --section WarpStateStats \
     --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section Occupancy --section SpeedOfLight python3 scripts/profile_matmul.py > "$OUT/ncu-$IMPL.log" 2>&1
   grep -E "Issue|Pipe|Throughput|Occupancy|Registers|Block Limit|Eligible|Active Warps|Duration" "$OUT/ncu-$IMPL.log" | head -30
@@ -27,7 +27,7 @@ for IMPL in tilec triton; do
            imc_miss membar sleeping; do
     stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
   done
-  ncu --launch-skip 2 --launch-count 1 -k regex:matmul --metrics "${stalls#,}" \
+  NCU_PROFILING=1 ncu --launch-skip 2 --launch-count 1 -k regex:matmul --metrics "${stalls#,}" \
     python3 scripts/profile_matmul.py > "$OUT/stalls-$IMPL.log" 2>&1
   grep -E "stalled" "$OUT/stalls-$IMPL.log" | awk '{print $1, $NF}' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | tr '\n' ' '; echo
 done

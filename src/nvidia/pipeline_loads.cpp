@@ -427,8 +427,25 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   return p;
 }
 
+static void moveInto(Lowering &L, const std::string &dst, const std::string &src, RegClass rc) {
+  L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
+}
+
+// Pointer register `ptr` moved by `delta` (a register of type `od`) elements of `pointee`.
+static std::string advancedPointer(Lowering &L, const std::string &ptr, const std::string &delta,
+                                   DType od, DType pointee) {
+  if (regClassOf(od) == RegClass::B64)
+    return L.opReg("mad.lo.s64", RegClass::B64, {delta, imm(dtypeBytes(pointee)), ptr});
+  return L.opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
+                 {delta, imm(dtypeBytes(pointee)), ptr});
+}
+
 // Issues the copies of the tiles of the iteration at `iv` into stage `slot`,
-// each zero-filled where `valid` (or the load's mask, or its bounds) is false.
+// each zero-filled where `valid` (or the load's mask, or its bounds) is false,
+// and moves the carried pointers the copies read one iteration on. Each
+// pointer's next value is computed just before the copy that reads it: with
+// the advance after all copies, ptxas funnels every copy's address through
+// one register pair, each move waiting for the copy before it to read it.
 static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
                         const std::string &valid) {
   for (PipelinedLoad &l : p.loads)
@@ -464,7 +481,17 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     const LinearLayout *inTile = l.transposed ? L.intern(transLayout(*lay, {1, 0})) : lay;
     Lowering::TileThread th = L.tileThread(inTile, l.tile, l.bytes);
     std::map<std::pair<std::string, int64_t>, std::string> cache;
+    // The carried pointers one iteration on (none when each copy computes its own).
+    const bool advancing = !l.block() && l.ptrSlice.empty();
+    TVal delta;
+    if (advancing)
+      delta = L.convert(L.val(l.delta), l.delta->type.dtype, ptr.layout);
+    std::vector<std::pair<std::string, std::string>> moved;
     for (int g = 0; g < lay->numRegs(); g += l.vec) {
+      if (advancing)
+        moved.emplace_back(ptr.regs[g], advancedPointer(L, ptr.regs[g], delta.regs[g],
+                                                        l.delta->type.dtype,
+                                                        l.load->result()->type.dtype));
       SharedAddr a =
           L.tileAddress(slotBase, th, L.tileRegOffset(inTile, g, l.tile, l.bytes), cache);
       std::string ok = valid;
@@ -475,36 +502,13 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
       L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global " +
                a.str() + ", [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
     }
+    for (auto &[reg, next] : moved)
+      moveInto(L, reg, next, RegClass::B64);
   }
   L.b.emit("cp.async.commit_group");
 }
 
-// The pointers one iteration on; only the first of each vector of
-// registers, the ones the copies read.
-static TVal advance(Lowering &L, const TVal &ptr, const Value *delta, DType pointee, int vec) {
-  TVal d = L.convert(L.val(delta), delta->type.dtype, ptr.layout);
-  TVal out{ptr.layout, {}};
-  DType od = delta->type.dtype;
-  for (size_t r = 0; r < ptr.regs.size(); ++r) {
-    if (r % vec) {
-      out.regs.push_back(ptr.regs[r]);
-      continue;
-    }
-    if (regClassOf(od) == RegClass::B64)
-      out.regs.push_back(
-          L.opReg("mad.lo.s64", RegClass::B64, {d.regs[r], imm(dtypeBytes(pointee)), ptr.regs[r]}));
-    else
-      out.regs.push_back(L.opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
-                                 {d.regs[r], imm(dtypeBytes(pointee)), ptr.regs[r]}));
-  }
-  return out;
-}
-
-static void moveInto(Lowering &L, const std::string &dst, const std::string &src, RegClass rc) {
-  L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
-}
-
-// The (block) pointers the copies read, one iteration on.
+// The block pointers the copies read, one iteration on (their offsets).
 static void advanceCopies(Lowering &L, Pipeline &p) {
   for (PipelinedLoad &l : p.loads) {
     if (l.block()) { // the offsets (after base, shape and strides) move by the deltas
@@ -517,13 +521,7 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
         std::string &off = l.next.regs[1 + 2 * rank + d];
         L.b.emit("add.s64 " + off + ", " + off + ", " + step);
       }
-      continue;
     }
-    if (!l.ptrSlice.empty())
-      continue; // computed for each copy
-    TVal moved = advance(L, l.next, l.delta, l.load->result()->type.dtype, l.vec);
-    for (size_t r = 0; r < moved.regs.size(); r += l.vec)
-      moveInto(L, l.next.regs[r], moved.regs[r], RegClass::B64);
   }
 }
 
