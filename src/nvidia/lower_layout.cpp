@@ -365,6 +365,51 @@ std::vector<std::string> Lowering::loadSharedRun(const SharedAddr &a, DType d, i
   return out;
 }
 
+// The swizzled tile a 2-D conversion goes through (rows of at least 16
+// bytes): a row-major buffer puts the rows an accumulator's lanes hold on the
+// same banks (an 8-way conflict on every store of a matmul's epilogue); the
+// tile's 16-byte chunks move with the row, so neither side conflicts and runs
+// of up to 16 bytes stay whole. None for other shapes and for predicates.
+std::optional<SharedTile> Lowering::conversionTile(const LinearLayout &from, DType d) {
+  auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+  int64_t bytes = storageBytes(d);
+  if (from.rank() != 2 || regClassOf(d) == RegClass::Pred || from.shape[0] < 2 ||
+      !pow2(from.shape[0]) || !pow2(from.shape[1]) || from.shape[1] * bytes < 16)
+    return std::nullopt;
+  return sharedTile(from.shape[0], from.shape[1] * bytes);
+}
+
+TVal Lowering::convertThroughTile(const TVal &v, DType d, const LinearLayout *to,
+                                  const SharedTile &tile) {
+  const LinearLayout *from = v.layout;
+  int bytes = storageBytes(d);
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
+  int run = sharedRun(*from, d);
+  TileThread th = tileThread(from, tile, bytes);
+  for (int r = 0; r < from->numRegs(); r += run) {
+    SharedAddr a = tileAddress(sharedBase(), th, tileRegOffset(from, r, tile, bytes), cache);
+    if (run == 1)
+      storeShared(a, d, v.regs[r]);
+    else
+      storeSharedRun(a, d, v.regs, r, run);
+  }
+  barrier();
+  TVal out{to, {}};
+  run = sharedRun(*to, d);
+  th = tileThread(to, tile, bytes);
+  cache.clear(); // its addresses hold the writers' thread part
+  for (int r = 0; r < to->numRegs(); r += run) {
+    SharedAddr a = tileAddress(sharedBase(), th, tileRegOffset(to, r, tile, bytes), cache);
+    if (run == 1) {
+      out.regs.push_back(loadShared(a, d));
+      continue;
+    }
+    for (std::string &e : loadSharedRun(a, d, run))
+      out.regs.push_back(e);
+  }
+  return out;
+}
+
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   if (!v.isTensor() || v.uniform)
     return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
@@ -387,6 +432,8 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   needShared(numel * bytes);
   b.comment("convert " + from->str() + " -> " + to->str());
   barrier();
+  if (std::optional<SharedTile> tile = conversionTile(*from, d))
+    return convertThroughTile(v, d, to, *tile);
   std::vector<int64_t> strides = rowMajorStrides(from->shape);
   int run = sharedRun(*from, d);
   for (int r = 0; r < from->numRegs(); r += run) {

@@ -262,6 +262,8 @@ public:
   // Moves a tensor into layout `to` (through shared memory if threads must
   // exchange elements). A scalar becomes a splat.
   TVal convert(const TVal &v, DType d, const LinearLayout *to);
+  std::optional<SharedTile> conversionTile(const LinearLayout &from, DType d);
+  TVal convertThroughTile(const TVal &v, DType d, const LinearLayout *to, const SharedTile &tile);
 
   // --- numerics (lower_elementwise.cpp)
   // Re-extends an integer computed in 32 bits to its narrow type.
