@@ -297,11 +297,12 @@ void Lowering::releaseTmaBarriers(Pipeline &p) {
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
   const Value *value = store.operand(1);
   DType d = value->type.dtype;
-  // Elements held in registers of their own width (f16, bf16; 32-bit types),
-  // in a tile of at most 64 KiB, as the scratch allows. 1-byte elements (fp8)
-  // wait for a run on the GPU of their 64-byte-swizzled tiles.
-  return store.kind == OpKind::StoreBlock && value->type.isTensor() && dtypeBytes(d) >= 2 &&
-         dtypeBytes(d) <= 4 && storageBytes(d) == dtypeBytes(d) &&
+  // Elements held in registers of their own width (f16, bf16; 32-bit types)
+  // or fp8 (the tile writer packs those bytes, as for wgmma's fp8 operands),
+  // in a tile of at most 64 KiB, as the scratch allows.
+  bool fp8 = d == DType::F8E4M3 || d == DType::F8E5M2;
+  return store.kind == OpKind::StoreBlock && value->type.isTensor() && dtypeBytes(d) <= 4 &&
+         (fp8 || (dtypeBytes(d) >= 2 && storageBytes(d) == dtypeBytes(d))) &&
          value->type.numel() * dtypeBytes(d) <= 64 * 1024 &&
          value->type.shape == store.operand(0)->type.blockShape &&
          d == store.operand(0)->type.pointee &&
