@@ -736,6 +736,41 @@ def test_tiles_go_out_by_tma(how, dtype, blocks):
     assert k.n_spills == 0
 
 
+@needs_ptxas
+def test_a_tma_store_returns_before_its_copy_has_read_the_tile():
+    """In a loop over tiles the next tile's loop runs while the copy reads the
+    last tile: the tile has shared memory of its own, the store first waits
+    for the copy before it, and the kernel for the last one before it returns."""
+    import re
+    k = _descriptor_store("host")
+    ptx = k.asm["ptx"]
+    store = ptx[ptx.index("// TMA store"):]
+    waits = [m.start() for m in re.finditer(r"cp\.async\.bulk\.wait_group\.read 0;", store)]
+    assert len(waits) == 2
+    assert waits[0] < store.index("bar.sync") < store.index("cp.async.bulk.tensor.2d.global")
+    assert "bra.uni $L_for_1" in store[:waits[1]]  # no wait in the loop after the copy
+    assert store[waits[1]:].split("\n")[1].strip() == "ret;"
+    assert k.metadata.shared >= 64 * 64 * 2 + 2 * 2 * 64 * 32 * 2  # the tile, past two stages
+
+
+@needs_ptxas
+def test_tma_stores_give_their_tile_back_before_stages_go():
+    """When stages and a tile of the store's own do not fit, the store stages
+    its tile in the scratch and waits for its copy; the stages stay."""
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "c_desc": "tensordesc<fp32[128, 128]>",
+           "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
+    k = tilec.compile(test_kernels.store_through_descriptor_kernel, signature=sig,
+                      target="sm_90a", num_warps=8, num_stages=3,
+                      constexprs={"BM": 128, "BN": 128, "BK": 128, "HOW": "host"},
+                      divisible_by_16=list(sig))
+    ptx = k.asm["ptx"]
+    assert "pipelined loads: 3 stages" in ptx and k.metadata.shared <= 232448
+    store = ptx[ptx.index("// TMA store"):]
+    copy = store.index("cp.async.bulk.commit_group")
+    assert "cp.async.bulk.wait_group.read 0" in store[copy:store.index("bra.uni")]
+
+
 @tilec.jit
 def store_then_read_back_kernel(c_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr,
                                 SIGNAL: tl.constexpr):

@@ -212,7 +212,8 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
 
 std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arch, int numWarps,
                                  int numStages, bool enableFpFusion, bool debug, bool assemble,
-                                 int maxRegisters, bool launchPdl, bool launchCooperative) {
+                                 int maxRegisters, bool launchPdl, bool launchCooperative,
+                                 bool deferTmaStores) {
   nvidia::GpuOptions o;
   o.arch = arch;
   o.numWarps = numWarps;
@@ -222,6 +223,7 @@ std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arc
   o.maxRegisters = maxRegisters;
   o.launchPdl = launchPdl;
   o.launchCooperative = launchCooperative;
+  o.deferTmaStores = deferTmaStores;
   return compileForGpu(k, o, assemble);
 }
 
@@ -396,7 +398,8 @@ NB_MODULE(_C, m) {
       .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
            nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0,
-           nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false)
+           nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false,
+           nb::arg("defer_tma_stores") = true)
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

@@ -374,7 +374,7 @@ void Lowering::lowerOp(const Op &op) {
     lowerAssert(op);
     return;
   case OpKind::Return:
-    b.emit("ret");
+    emitReturn();
     return;
   case OpKind::Yield:
   case OpKind::Condition:
@@ -452,7 +452,7 @@ PtxKernel Lowering::run() {
   }
   lowerBlock(body);
   if (!body.terminator() || body.terminator()->kind != OpKind::Return)
-    b.emit("ret");
+    emitReturn();
 
   for (size_t k = 0; k < tensorMaps_.size(); ++k) // after the runtime arguments
     params << (body.args.empty() && !k ? "" : ",\n") << "\t.param .align 64 .b8 "
@@ -464,23 +464,34 @@ PtxKernel Lowering::run() {
       << ".version " << ptxVersion(text) << "\n.target " << opts.arch << "\n.address_size 64\n\n";
   ptx << b.globals();
   // Dynamic shared memory: pipeline stages, the scratch, resident tiles.
-  if (sharedBytes_ > 0 || freeSharedBytes_ > 0 || pipelineBytes_ > 0 || residentBytes_ > 0)
+  if (sharedBytes_ > 0 || freeSharedBytes_ > 0 || pipelineBytes_ > 0 || residentBytes_ > 0 ||
+      stagingBytes_ > 0)
     ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
   // Resident tiles come after the stages and the scratch of pipelined loops,
   // and after the scratch used elsewhere (which overlaps the stages).
   int64_t scratchEnd = std::max(pipelineBytes_ + sharedBytes_, freeSharedBytes_);
   int64_t residentStart = (scratchEnd + 1023) / 1024 * 1024;
+  int64_t residentEnd = residentBytes_ ? residentStart + residentBytes_ : scratchEnd;
+  // Deferred TMA stores' tiles last: nothing else ever writes them.
+  int64_t stagingStart = (residentEnd + 1023) / 1024 * 1024;
   for (size_t at; (at = text.find("TILEC_PIPELINE_BYTES")) != std::string::npos;)
     text.replace(at, 20, std::to_string(pipelineBytes_));
   for (size_t at; (at = text.find("TILEC_RESIDENT_START")) != std::string::npos;)
     text.replace(at, 20, std::to_string(residentStart));
+  for (size_t at; (at = text.find("TILEC_STAGING_START")) != std::string::npos;)
+    text.replace(at, 19, std::to_string(stagingStart));
+  // Before each ret, once a deferred store exists: its copy has read its tile.
+  const std::string wait = "\t// tilec: bulk reads done\n";
+  for (size_t at; (at = text.find(wait)) != std::string::npos;)
+    text.replace(at, wait.size(),
+                 stagingBytes_ ? "\t@" + tmaLeader_ + " cp.async.bulk.wait_group.read 0;\n" : "");
   ptx << "\n.visible .entry " << fn.name << "(\n"
       << params.str() << "\n)\n.maxntid " << out.numThreads << ", 1, 1\n";
   if (opts.maxRegisters > 0)
     ptx << ".maxnreg " << opts.maxRegisters << "\n";
   ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
-  out.sharedBytes = (int)(residentBytes_ ? residentStart + residentBytes_ : scratchEnd);
+  out.sharedBytes = (int)(stagingBytes_ ? stagingStart + stagingBytes_ : residentEnd);
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -16,6 +16,10 @@ struct GpuOptions {
   bool enableFpFusion = true; // let ptxas contract a*b+c into fma
   bool debug = false;         // device_assert and assert checked (else dropped, as in Triton)
   int maxRegisters = 0;       // maxnreg: registers per thread at most (0: ptxas decides)
+  // TMA stores stage their tile in shared memory of their own and return
+  // while the copy reads it (the next store of it, or the kernel's end,
+  // waits); off: in the scratch, waiting for the read (less shared memory).
+  bool deferTmaStores = true;
   // How the kernel is launched (Triton keeps these with the compile options too).
   bool launchPdl = false;         // programmatic dependent launch (tl.extra.cuda.gdc_*)
   bool launchCooperative = false; // a cooperative grid: all blocks resident at once

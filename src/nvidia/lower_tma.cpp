@@ -309,6 +309,29 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
          tmaMovable(fn, info, store.operand(0), dtypeBytes(d));
 }
 
+void Lowering::emitReturn() {
+  b.comment("tilec: bulk reads done"); // the wait, once the kernel has deferred stores
+  b.emit("ret");
+}
+
+std::string Lowering::deferredStaging(const Op &op, const SharedTile &tile) {
+  if (!opts.deferTmaStores || readBackMayMeet(op))
+    return "";
+  auto it = storeStaging_.find(&op);
+  if (it != storeStaging_.end())
+    return it->second;
+  if (stagingBase_.empty()) {
+    stagingBase_ = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + stagingBase_ + ", tilec_smem");
+    b.emitPrologue("add.u32 " + stagingBase_ + ", " + stagingBase_ + ", TILEC_STAGING_START");
+  }
+  std::string base = stagingBytes_ ? opReg("add.u32", RegClass::B32, {stagingBase_,
+                                                                       imm(stagingBytes_)})
+                                   : stagingBase_;
+  stagingBytes_ += (tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns
+  return storeStaging_[&op] = base;
+}
+
 void Lowering::lowerTmaStore(const Op &op) {
   const Value *value = op.operand(1);
   DType d = value->type.dtype;
@@ -317,14 +340,21 @@ void Lowering::lowerTmaStore(const Op &op) {
   SharedTile tile = sharedTile(shape[0], shape[1] * bytes);
   std::string map = tensorMapAddress(op.operand(0), tile, bytes);
   b.comment("TMA store");
-  needShared(tile.bytes());
-  barrier(); // earlier readers of the scratch are done
-  std::string base = sharedBase();
+  std::string leader = tmaLeader();
+  // A deferred store's tile is its own: only its last copy may still read it.
+  std::string base = deferredStaging(op, tile);
+  const bool deferred = !base.empty();
+  if (deferred) {
+    b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
+  } else {
+    needShared(tile.bytes());
+    base = sharedBase();
+  }
+  barrier(); // earlier readers of the tile are done
   stageOperand(value, d, tile, false, base, false);
   b.emit("fence.proxy.async.shared::cta"); // the copy reads through the async proxy
   barrier();
   const TVal &bp = val(op.operand(0));
-  std::string leader = tmaLeader();
   std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
   std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
   forEachColumnBlock(*this, tile, bytes, col, base,
@@ -334,6 +364,8 @@ void Lowering::lowerTmaStore(const Op &op) {
                               ", {" + x + ", " + row + "}], [" + from + "]");
                      });
   b.emit("@" + leader + " cp.async.bulk.commit_group");
+  if (deferred)
+    return; // the copy reads the tile while the kernel goes on
   if (readBackMayMeet(op)) { // the writes land, and generic reads after see them
     b.emit("@" + leader + " cp.async.bulk.wait_group 0");
     b.emit("@" + leader + " fence.proxy.async.global");

@@ -372,6 +372,11 @@ public:
   // origin, whose copies move `tile` one swizzle-wide column block at a time.
   std::string tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes);
   void lowerTmaStore(const Op &op);
+  // The shared tile TMA store `op` stages its value in, when it need not
+  // wait for its copy (none when it must: GpuOptions, or a later read back).
+  std::string deferredStaging(const Op &op, const SharedTile &tile);
+  // `ret`, after the copies of deferred TMA stores have read their tiles.
+  void emitReturn();
   bool readBackMayMeet(const Op &store);
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
@@ -452,6 +457,11 @@ private:
   // Each block pointer's map: its parameter's index and address.
   std::map<const Op *, std::pair<size_t, std::string>> tensorMapAddrs_;
   std::string tmaLeader_;
+  // Tiles of TMA stores that return before their copy has read them
+  // (GpuOptions::deferTmaStores): each store's own, after everything else.
+  std::map<const Op *, std::string> storeStaging_;
+  std::string stagingBase_;
+  int64_t stagingBytes_ = 0;
   int minElementBytes_ = 4;
 };
 

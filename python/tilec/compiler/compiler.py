@@ -41,23 +41,31 @@ def max_shared_memory(arch):
 def compile_gpu(compiled, arch, options):
     """PTX (and a cubin where ptxas or nvJitLink is found) for a compiled kernel.
 
-    When the pipeline's shared memory at `num_stages` does not fit the target,
-    the kernel is compiled with fewer stages (and a one-time warning) rather
-    than failing: kernels tuned on bigger cards still run."""
+    When the kernel's shared memory at `num_stages` does not fit the target,
+    TMA stores first give up their own tiles (they then wait for their copies),
+    then the kernel is compiled with fewer stages (and a one-time warning)
+    rather than failing: kernels tuned on bigger cards still run."""
     stages = options["num_stages"]
     limit = max_shared_memory(arch)
     launch = {"launch_pdl": bool(options.get("launch_pdl")),
               "launch_cooperative_grid": bool(options.get("launch_cooperative_grid"))}
+    defer = True
     try:
-        while stages > 1:
+        while True:
             probe = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
                                     options["debug"], assemble=False,
-                                    maxnreg=options.get("maxnreg") or 0)
+                                    maxnreg=options.get("maxnreg") or 0, defer_tma_stores=defer)
             if probe.shared <= limit:
                 break
-            stages -= 1
+            if defer:
+                defer = False
+            elif stages > 1:
+                stages, defer = stages - 1, True
+            else:
+                break  # the launch says it does not fit
         gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                              options["debug"], maxnreg=options.get("maxnreg") or 0, **launch)
+                              options["debug"], maxnreg=options.get("maxnreg") or 0,
+                              defer_tma_stores=defer, **launch)
     except _C.CompilationError as e:
         raise compilation_error(str(e)) from None
     if stages != options["num_stages"]:
