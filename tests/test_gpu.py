@@ -706,14 +706,15 @@ def test_host_descriptor_tiles_arrive_by_tma():
     assert k.n_spills == 0
 
 
-def _descriptor_store(how, dtype="fp16", divisible=True):
+def _descriptor_store(how, dtype="fp16", divisible=True, split=False):
     import test_kernels
+    block = f"[64, {32 if split else 64}]"
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": f"*{dtype}",
-           "c_desc": f"tensordesc<{dtype}[64, 64]>" if how == "host" else f"*{dtype}",
+           "c_desc": f"tensordesc<{dtype}{block}>" if how == "host" else f"*{dtype}",
            "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
     return tilec.compile(test_kernels.store_through_descriptor_kernel, signature=sig,
                          target="sm_90a", num_warps=4, num_stages=2,
-                         constexprs={"BM": 64, "BN": 64, "BK": 32, "HOW": how},
+                         constexprs={"BM": 64, "BN": 64, "BK": 32, "HOW": how, "SPLIT": split},
                          divisible_by_16=list(sig) if divisible else ["a_ptr", "b_ptr", "K"])
 
 
@@ -751,6 +752,15 @@ def test_a_tma_store_returns_before_its_copy_has_read_the_tile():
     assert "bra.uni $L_for_1" in store[:waits[1]]  # no wait in the loop after the copy
     assert store[waits[1]:].split("\n")[1].strip() == "ret;"
     assert k.metadata.shared >= 64 * 64 * 2 + 2 * 2 * 64 * 32 * 2  # the tile, past two stages
+
+
+@needs_ptxas
+def test_two_tma_stores_of_one_loop_wait_for_their_own_copies():
+    """Subtiled: each half's store waits for its own last copy, not for the
+    other half's copy issued just before it."""
+    ptx = _descriptor_store("host", split=True).asm["ptx"]
+    assert ptx.count("cp.async.bulk.wait_group.read 1;") == 2
+    assert ptx.count("cp.async.bulk.wait_group.read 0;") == 1  # before ret
 
 
 @needs_ptxas

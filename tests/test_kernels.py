@@ -792,11 +792,14 @@ def test_matmul_through_descriptors_at_the_edges(rng, dtype, b_kmajor, stages, m
 @tilec.jit
 def store_through_descriptor_kernel(a_ptr, b_ptr, c_ptr, c_desc, M, N, K, stride_cm,
                                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                                    HOW: tl.constexpr):
+                                    HOW: tl.constexpr, SPLIT: tl.constexpr = False):
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
     if HOW == "in_kernel":
-        c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BM, BN])
+        if SPLIT:
+            c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BM, BN // 2])
+        else:
+            c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BM, BN])
     tiles_n = tl.cdiv(N, BN)
     for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
         pm = tile // tiles_n
@@ -809,6 +812,10 @@ def store_through_descriptor_kernel(a_ptr, b_ptr, c_ptr, c_desc, M, N, K, stride
             p = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, 1), (pm * BM, pn * BN), (BM, BN),
                                   (1, 0))
             tl.store(p, c, boundary_check=(0, 1))
+        elif SPLIT:  # tutorial 09's subtiled epilogue: each half stored on its own
+            c0, c1 = tl.split(tl.permute(tl.reshape(c, (BM, 2, BN // 2)), (0, 2, 1)))
+            c_desc.store([pm * BM, pn * BN], c0)
+            c_desc.store([pm * BM, pn * BN + BN // 2], c1)
         else:
             c_desc.store([pm * BM, pn * BN], c)
 
@@ -816,6 +823,17 @@ def store_through_descriptor_kernel(a_ptr, b_ptr, c_ptr, c_desc, M, N, K, stride
 @pytest.mark.parametrize("how", ["host", "in_kernel", "block_ptr"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float8_e4m3fn"])
 def test_tiles_stored_through_descriptors_at_the_edges(rng, how, dtype):
+    _store_through_descriptors(rng, how, dtype, split=False)
+
+
+@pytest.mark.parametrize("how", ["host", "in_kernel"])
+def test_half_tiles_stored_through_descriptors_at_the_edges(rng, how):
+    """Two stores an iteration (tutorial 09's subtiled epilogue), each of its
+    own half, neither waiting for the other's copy."""
+    _store_through_descriptors(rng, how, "float16", split=True)
+
+
+def _store_through_descriptors(rng, how, dtype, split):
     torch = pytest.importorskip("torch")
     from tilec.tools.tensor_descriptor import TensorDescriptor
     M, N, K, BM, BN, BK = 100, 80, 88, 64, 64, 32
@@ -823,9 +841,10 @@ def test_tiles_stored_through_descriptors_at_the_edges(rng, how, dtype):
     b = torch.from_numpy(nonzero(rng, (K, N)).astype(np.float16))
     wide = torch.full((M, N + 16), 7.0).to(getattr(torch, dtype))  # c: its first N columns
     c = wide[:, :N]
-    c_desc = TensorDescriptor.from_tensor(c, [BM, BN]) if how == "host" else c
+    c_desc = TensorDescriptor.from_tensor(c, [BM, BN // 2 if split else BN]) if how == "host" else c
     store_through_descriptor_kernel[(3,)](a, b, c, c_desc, M, N, K, wide.stride(0), BM=BM,
-                                          BN=BN, BK=BK, HOW=how, num_warps=4, num_stages=2)
+                                          BN=BN, BK=BK, HOW=how, SPLIT=split, num_warps=4,
+                                          num_stages=2)
     pn = (np.arange(N) // BN)[None, :]
     ref = torch.from_numpy(a.double().numpy() @ b.double().numpy() + pn).to(c.dtype)
     rtol = {"float32": 1e-4, "float16": 2e-3, "float8_e4m3fn": 0.13}[dtype]  # one ulp of fp8

@@ -345,7 +345,14 @@ void Lowering::lowerTmaStore(const Op &op) {
   std::string base = deferredStaging(op, tile);
   const bool deferred = !base.empty();
   if (deferred) {
-    b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
+    // Between two runs of this store, every other deferred store of its
+    // block ran once and committed a group: this one's last copy is older
+    // than those (subtiled epilogues store twice and wait for neither).
+    int others = 0;
+    for (const auto &o : op.parent->ops)
+      others += o.get() != &op && o->kind == OpKind::StoreBlock && o->intAttr("tma") &&
+                !readBackMayMeet(*o);
+    b.emit("@" + leader + " cp.async.bulk.wait_group.read " + imm(others));
   } else {
     needShared(tile.bytes());
     base = sharedBase();
