@@ -368,6 +368,11 @@ NB_MODULE(_C, m) {
       .def_ro("assemble_ms", &GpuKernel::assembleMs)
       .def_ro("from_cache", &GpuKernel::fromCache)
       .def("to_bytes", [](const GpuKernel &k) { return asBytes(gpuKernelToBytes(k)); })
+      .def("assemble",
+           [](GpuKernel &k) {
+             nb::gil_scoped_release release; // ptxas runs for a while
+             assembleGpuKernel(k);
+           })
       .def("load", [](GpuKernel &k, int device) { k.loaded(device); })
       .def("launch", &launchGpu, nb::arg("grid"), nb::arg("args"), nb::arg("stream"),
            nb::arg("device"));

@@ -29,16 +29,19 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   out->sharedBytes = ptx.sharedBytes;
   out->options = options;
   out->emitMs = ptx.ms;
-  if (assemble) {
-    AssembleOptions ao;
-    Assembled a = assemblePtx(out->ptx, options.arch, ao);
-    out->cubin = std::move(a.cubin);
-    out->assembler = a.tool;
-    out->numRegs = a.numRegs;
-    out->spillBytes = a.spillBytes;
-    out->assembleMs = a.ms;
-  }
+  if (assemble)
+    assembleGpuKernel(*out);
   return out;
+}
+
+void assembleGpuKernel(GpuKernel &k) {
+  AssembleOptions ao;
+  Assembled a = assemblePtx(k.ptx, k.arch, ao);
+  k.cubin = std::move(a.cubin);
+  k.assembler = a.tool;
+  k.numRegs = a.numRegs;
+  k.spillBytes = a.spillBytes;
+  k.assembleMs = a.ms;
 }
 
 // --- bytes for the disk cache ---

@@ -49,6 +49,8 @@ private:
 // to a cubin. Throws CompileError for what the target cannot run.
 std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
                                          const nvidia::GpuOptions &options, bool assemble);
+// Assembles k's PTX (the cubin, registers and spills) when compiled without.
+void assembleGpuKernel(GpuKernel &k);
 
 // Every field but the loaded modules and fromCache, as bytes (packFields)
 // and back; nullptr for bytes that are not such a kernel, whatever they hold.

@@ -51,11 +51,12 @@ def compile_gpu(compiled, arch, options):
               "launch_cooperative_grid": bool(options.get("launch_cooperative_grid"))}
     defer = True
     try:
-        while True:
-            probe = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                                    options["debug"], assemble=False,
-                                    maxnreg=options.get("maxnreg") or 0, defer_tma_stores=defer)
-            if probe.shared <= limit:
+        while True:  # PTX first; ptxas only for the one that fits
+            gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
+                                  options["debug"], assemble=False,
+                                  maxnreg=options.get("maxnreg") or 0, defer_tma_stores=defer,
+                                  **launch)
+            if gpu.shared <= limit:
                 break
             if defer:
                 defer = False
@@ -63,9 +64,7 @@ def compile_gpu(compiled, arch, options):
                 stages, defer = stages - 1, True
             else:
                 break  # the launch says it does not fit
-        gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                              options["debug"], maxnreg=options.get("maxnreg") or 0,
-                              defer_tma_stores=defer, **launch)
+        gpu.assemble()
     except _C.CompilationError as e:
         raise compilation_error(str(e)) from None
     if stages != options["num_stages"]:
