@@ -348,6 +348,7 @@ NB_MODULE(_C, m) {
       .def_ro("assembler", &GpuKernel::assembler)
       .def_ro("num_threads", &GpuKernel::numThreads)
       .def_ro("shared", &GpuKernel::sharedBytes)
+      .def_ro("staging_bytes", &GpuKernel::stagingBytes)
       .def_ro("n_regs", &GpuKernel::numRegs)
       .def_ro("n_spills", &GpuKernel::spillBytes)
       .def_prop_ro("tensor_maps",

@@ -492,6 +492,7 @@ PtxKernel Lowering::run() {
   ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
   out.sharedBytes = (int)(stagingBytes_ ? stagingStart + stagingBytes_ : residentEnd);
+  out.stagingBytes = (int)stagingBytes_;
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -62,6 +62,7 @@ struct PtxKernel {
   std::vector<TensorMapParam> tensorMaps; // parameters after those
   int numThreads = 128;
   int sharedBytes = 0; // dynamic shared memory the launch must give
+  int stagingBytes = 0; // of which deferred TMA stores' own tiles (GpuOptions::deferTmaStores)
   double ms = 0;       // time taken to emit
 };
 

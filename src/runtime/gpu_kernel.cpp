@@ -27,6 +27,7 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   out->tensorMaps = std::move(ptx.tensorMaps);
   out->numThreads = ptx.numThreads;
   out->sharedBytes = ptx.sharedBytes;
+  out->stagingBytes = ptx.stagingBytes;
   out->options = options;
   out->emitMs = ptx.ms;
   if (assemble)

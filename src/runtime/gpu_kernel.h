@@ -27,6 +27,7 @@ struct GpuKernel {
   std::vector<nvidia::ParamKind> params;
   std::vector<nvidia::TensorMapParam> tensorMaps; // encoded at each launch, passed after params
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
+  int stagingBytes = 0; // deferred TMA stores' tiles, in sharedBytes (compile time only)
   nvidia::GpuOptions options;
   double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not
   bool fromCache = false;            // read from the disk cache, not compiled here

@@ -20,15 +20,10 @@ from .._version import __version__
 
 @functools.lru_cache(maxsize=None)
 def compiler_version():
-    """tilec's version and a hash of the _C extension's bytes and of the code
-    that chooses the GPU compile options (compiler.py: stages and TMA stores
-    that fit), read once per process: a changed compiler never reads what an
-    older one wrote."""
-    parts = []
-    for path in (_C.__file__, os.path.join(os.path.dirname(__file__), "compiler.py")):
-        with open(path, "rb") as f:
-            parts.append(_C.hash_hex(f.read()))
-    return f"{__version__}+{'+'.join(parts)}"
+    """tilec's version and a hash of the _C extension's bytes, read once per
+    process: a rebuilt compiler never reads what an older build wrote."""
+    with open(_C.__file__, "rb") as f:
+        return f"{__version__}+{_C.hash_hex(f.read())}"
 
 
 @functools.lru_cache(maxsize=None)

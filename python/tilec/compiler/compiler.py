@@ -4,6 +4,8 @@ and compiling without launching: ``tilec.compile(kernel, signature=...,
 constexprs=..., target=...)`` or Triton's ``compile(ASTSource(...), target=...)``,
 with or without a GPU."""
 
+import functools
+import marshal
 import re
 import types
 import warnings
@@ -58,7 +60,7 @@ def compile_gpu(compiled, arch, options):
                                   **launch)
             if gpu.shared <= limit:
                 break
-            if defer:
+            if defer and gpu.staging_bytes:  # the same PTX without: nothing to give back
                 defer = False
             elif stages > 1:
                 stages, defer = stages - 1, True
@@ -78,13 +80,21 @@ def compile_gpu(compiled, arch, options):
     return gpu
 
 
+@functools.lru_cache(maxsize=None)
+def _compile_gpu_version():
+    """A hash of compile_gpu's code: what it chooses (stages, TMA stores' own
+    tiles) is in the cached kernel, so a changed choice is a new key."""
+    return _C.hash_hex(marshal.dumps(compile_gpu.__code__))
+
+
 def gpu_kernel(kernel, compiled, specs, globals_read, arch, options):
     """compile_gpu through the disk cache: read back when stored, else compiled
     and stored. Only kernels with a cubin are stored: re-emitting PTX for the
     driver's JIT costs a few milliseconds, and a cubin is what ptxas costs."""
     if not _C.cache_dir():
         return compile_gpu(compiled, arch, options)
-    key = cache.gpu_kernel_key(kernel, compiled, specs, globals_read, arch, options)
+    key = cache.gpu_kernel_key(kernel, compiled, specs, globals_read, arch,
+                               {**options, "compile_gpu": _compile_gpu_version()})
     gpu = _C.load_gpu_kernel(key)
     if gpu is not None:
         return gpu
