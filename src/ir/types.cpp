@@ -87,33 +87,45 @@ Type Type::withDType(DType d) const {
   return t;
 }
 
-static std::string elementStr(const Type &t) {
-  std::ostringstream out;
+// Built by appending (the printer and CSE keys call these for every value).
+static void appendElement(std::string &out, const Type &t) {
   if (t.dtype == DType::Ptr) {
-    out << "!ptr<" << dtypeName(t.pointee) << ">";
+    out += "!ptr<";
+    out += dtypeName(t.pointee);
+    out += ">";
   } else if (t.dtype == DType::BlockPtr) {
-    out << "!blockptr<" << dtypeName(t.pointee) << ", ";
-    for (size_t i = 0; i < t.blockShape.size(); ++i)
-      out << (i ? "x" : "") << t.blockShape[i];
-    out << ">";
+    out += "!blockptr<";
+    out += dtypeName(t.pointee);
+    out += ", ";
+    for (size_t i = 0; i < t.blockShape.size(); ++i) {
+      if (i)
+        out += "x";
+      out += std::to_string(t.blockShape[i]);
+    }
+    out += ">";
   } else {
-    out << dtypeName(t.dtype);
+    out += dtypeName(t.dtype);
   }
-  return out.str();
 }
 
 std::string Type::str() const {
-  if (shape.empty())
-    return elementStr(*this);
-  std::ostringstream out;
-  out << "tensor<";
-  for (int64_t s : shape)
-    out << s << "x";
-  out << elementStr(*this);
-  if (encoding)
-    out << ", " << encoding->str();
-  out << ">";
-  return out.str();
+  std::string out;
+  if (shape.empty()) {
+    appendElement(out, *this);
+    return out;
+  }
+  out += "tensor<";
+  for (int64_t s : shape) {
+    out += std::to_string(s);
+    out += "x";
+  }
+  appendElement(out, *this);
+  if (encoding) {
+    out += ", ";
+    out += encoding->str();
+  }
+  out += ">";
+  return out;
 }
 
 } // namespace tilec
