@@ -104,29 +104,37 @@ unsigned LinearLayout::replicatedWarpMask() const {
   return mask;
 }
 
+// Built by appending: the lowering keys its caches by this text.
 std::string LinearLayout::str() const {
-  std::ostringstream os;
+  std::string os;
   auto list = [&](const char *name, const std::vector<Coords> &bases) {
-    os << name << "=[";
+    os += name;
+    os += "=[";
     for (size_t b = 0; b < bases.size(); ++b) {
-      os << (b ? " " : "") << "(";
-      for (size_t d = 0; d < bases[b].size(); ++d)
-        os << (d ? "," : "") << bases[b][d];
-      os << ")";
+      os += b ? " (" : "(";
+      for (size_t d = 0; d < bases[b].size(); ++d) {
+        if (d)
+          os += ",";
+        os += std::to_string(bases[b][d]);
+      }
+      os += ")";
     }
-    os << "]";
+    os += "]";
   };
-  os << "#linear<";
-  for (size_t d = 0; d < shape.size(); ++d)
-    os << (d ? "x" : "") << shape[d];
-  os << " ";
+  os += "#linear<";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d)
+      os += "x";
+    os += std::to_string(shape[d]);
+  }
+  os += " ";
   list("reg", regs);
-  os << " ";
+  os += " ";
   list("lane", lanes);
-  os << " ";
+  os += " ";
   list("warp", warps);
-  os << ">";
-  return os.str();
+  os += ">";
+  return os;
 }
 
 LinearLayout blockedLayout(const std::vector<int64_t> &shape, int vec, int numWarps,

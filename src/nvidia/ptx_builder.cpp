@@ -49,15 +49,32 @@ std::string PtxBuilder::reg(RegClass c) {
   return kPrefix[(int)c] + std::to_string(++counts_[(int)c]);
 }
 
-void PtxBuilder::emit(const std::string &instr) { body_ << "\t" << instr << ";\n"; }
-void PtxBuilder::emitPrologue(const std::string &instr) { prologue_ << "\t" << instr << ";\n"; }
+void PtxBuilder::emit(const std::string &instr) {
+  body_ += '\t';
+  body_ += instr;
+  body_ += ";\n";
+}
+
+void PtxBuilder::emitPrologue(const std::string &instr) {
+  prologue_ += '\t';
+  prologue_ += instr;
+  prologue_ += ";\n";
+}
 
 std::string PtxBuilder::newLabel(const std::string &hint) {
   return "$L_" + hint + "_" + std::to_string(++labels_);
 }
 
-void PtxBuilder::label(const std::string &name) { body_ << name << ":\n"; }
-void PtxBuilder::comment(const std::string &text) { body_ << "\t// " << text << "\n"; }
+void PtxBuilder::label(const std::string &name) {
+  body_ += name;
+  body_ += ":\n";
+}
+
+void PtxBuilder::comment(const std::string &text) {
+  body_ += "\t// ";
+  body_ += text;
+  body_ += '\n';
+}
 
 namespace {
 
@@ -192,12 +209,13 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
 } // namespace
 
 std::string PtxBuilder::functionBody() const {
-  std::ostringstream os;
+  std::string os;
   for (int c = 0; c < 6; ++c)
     if (counts_[c])
-      os << "\t.reg " << kDeclType[c] << " " << kPrefix[c] << "<" << counts_[c] + 1 << ">;\n";
-  os << withoutDeadInstructions(prologue_.str() + body_.str(), counts_);
-  return os.str();
+      os += std::string("\t.reg ") + kDeclType[c] + " " + kPrefix[c] + "<" +
+            std::to_string(counts_[c] + 1) + ">;\n";
+  os += withoutDeadInstructions(prologue_ + body_, counts_);
+  return os;
 }
 
 std::string imm(int64_t v) { return std::to_string(v); }

@@ -32,17 +32,17 @@ public:
   void label(const std::string &name);
   void comment(const std::string &text);
   // A line written as it is (a `{ ... }` scope, which takes no ';').
-  void raw(const std::string &text) { body_ << "\t" << text << "\n"; }
+  void raw(const std::string &text) { body_ += "\t" + text + "\n"; }
   // Module-scope declarations (format strings for printf).
-  void global(const std::string &decl) { globals_ << decl << "\n"; }
+  void global(const std::string &decl) { globals_ += decl + "\n"; }
 
   // The register declarations, then the prologue, then the body.
   std::string functionBody() const;
-  const std::string globals() const { return globals_.str(); }
+  const std::string globals() const { return globals_; }
 
 private:
   std::array<int, 6> counts_{};
-  std::ostringstream prologue_, body_, globals_;
+  std::string prologue_, body_, globals_; // appended to (a stream's inserts cost more)
   int labels_ = 0;
 };
 
