@@ -325,9 +325,11 @@ std::string Lowering::deferredStaging(const Op &op, const SharedTile &tile) {
     b.emitPrologue("mov.u32 " + stagingBase_ + ", tilec_smem");
     b.emitPrologue("add.u32 " + stagingBase_ + ", " + stagingBase_ + ", TILEC_STAGING_START");
   }
-  std::string base = stagingBytes_ ? opReg("add.u32", RegClass::B32, {stagingBase_,
-                                                                       imm(stagingBytes_)})
-                                   : stagingBase_;
+  std::string base = stagingBase_;
+  if (stagingBytes_) { // in the prologue: defined wherever the store is lowered
+    base = b.reg(RegClass::B32);
+    b.emitPrologue("add.u32 " + base + ", " + stagingBase_ + ", " + imm(stagingBytes_));
+  }
   stagingBytes_ += (tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns
   return storeStaging_[&op] = base;
 }
