@@ -147,6 +147,17 @@ std::string Lowering::castScalar(const std::string &r, DType from, DType to, boo
   return out;
 }
 
+std::string Lowering::pointerPlus(const std::string &ptr, std::string offset, DType od,
+                                  DType pointee) {
+  if (od == DType::I1)
+    offset = castScalar(offset, od, DType::I32, false);
+  std::string size = imm(dtypeBytes(pointee));
+  if (regClassOf(od) == RegClass::B64)
+    return opReg("mad.lo.s64", RegClass::B64, {offset, size, ptr});
+  return opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
+               {offset, size, ptr});
+}
+
 std::string Lowering::toF32IfNeeded(const std::string &r, DType d) {
   return d == DType::F64 ? r : toF32(r, d);
 }
@@ -427,19 +438,9 @@ TVal Lowering::computeElementwise(const Op &op, const std::vector<TVal> &xs,
       else
         res = opReg("fma.rn" + floatSuffix(d), regClassOf(d), {x(0), x(1), x(2)});
       break;
-    case OpKind::AddPtr: {
-      DType od = op.operand(1)->type.dtype;
-      int64_t size = dtypeBytes(rt.pointee);
-      std::string off = x(1);
-      if (od == DType::I1)
-        off = castScalar(off, od, DType::I32, false);
-      if (regClassOf(od) == RegClass::B64)
-        res = opReg("mad.lo.s64", RegClass::B64, {off, imm(size), x(0)});
-      else
-        res = opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
-                    {off, imm(size), x(0)});
+    case OpKind::AddPtr:
+      res = pointerPlus(x(0), x(1), op.operand(1)->type.dtype, rt.pointee);
       break;
-    }
     case OpKind::CmpEq:
     case OpKind::CmpNe:
     case OpKind::CmpLt:

@@ -379,37 +379,6 @@ std::optional<SharedTile> Lowering::conversionTile(const LinearLayout &from, DTy
   return sharedTile(from.shape[0], from.shape[1] * bytes);
 }
 
-TVal Lowering::convertThroughTile(const TVal &v, DType d, const LinearLayout *to,
-                                  const SharedTile &tile) {
-  const LinearLayout *from = v.layout;
-  int bytes = storageBytes(d);
-  std::map<std::pair<std::string, int64_t>, std::string> cache;
-  int run = sharedRun(*from, d);
-  TileThread th = tileThread(from, tile, bytes);
-  for (int r = 0; r < from->numRegs(); r += run) {
-    SharedAddr a = tileAddress(sharedBase(), th, tileRegOffset(from, r, tile, bytes), cache);
-    if (run == 1)
-      storeShared(a, d, v.regs[r]);
-    else
-      storeSharedRun(a, d, v.regs, r, run);
-  }
-  barrier();
-  TVal out{to, {}};
-  run = sharedRun(*to, d);
-  th = tileThread(to, tile, bytes);
-  cache.clear(); // its addresses hold the writers' thread part
-  for (int r = 0; r < to->numRegs(); r += run) {
-    SharedAddr a = tileAddress(sharedBase(), th, tileRegOffset(to, r, tile, bytes), cache);
-    if (run == 1) {
-      out.regs.push_back(loadShared(a, d));
-      continue;
-    }
-    for (std::string &e : loadSharedRun(a, d, run))
-      out.regs.push_back(e);
-  }
-  return out;
-}
-
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   if (!v.isTensor() || v.uniform)
     return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
@@ -432,12 +401,20 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   needShared(numel * bytes);
   b.comment("convert " + from->str() + " -> " + to->str());
   barrier();
-  if (std::optional<SharedTile> tile = conversionTile(*from, d))
-    return convertThroughTile(v, d, to, *tile);
+  // Register r of layout l lives in the swizzled tile (thread part th), else
+  // row-major with strides s.
+  std::optional<SharedTile> tile = conversionTile(*from, d);
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
+  auto address = [&](const LinearLayout *l, const TileThread &th,
+                     const std::vector<int64_t> &s, int r) {
+    return tile ? tileAddress(sharedBase(), th, tileRegOffset(l, r, *tile, bytes), cache)
+                : sharedAddress(l, r, s, bytes, 0);
+  };
   std::vector<int64_t> strides = rowMajorStrides(from->shape);
   int run = sharedRun(*from, d);
+  TileThread th = tile ? tileThread(from, *tile, bytes) : TileThread{};
   for (int r = 0; r < from->numRegs(); r += run) {
-    SharedAddr a = sharedAddress(from, r, strides, bytes, 0);
+    SharedAddr a = address(from, th, strides, r);
     if (run == 1)
       storeShared(a, d, v.regs[r]);
     else
@@ -451,8 +428,12 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   TVal out{to, {}};
   // A broadcast last dim is read at one index: no runs along it.
   run = from->shape.back() == 1 ? 1 : sharedRun(*to, d);
+  if (tile) {
+    th = tileThread(to, *tile, bytes);
+    cache.clear(); // its addresses hold the writers' thread part
+  }
   for (int r = 0; r < to->numRegs(); r += run) {
-    SharedAddr a = sharedAddress(to, r, readStrides, bytes, 0);
+    SharedAddr a = address(to, th, readStrides, r);
     if (run == 1) {
       out.regs.push_back(loadShared(a, d));
       continue;

@@ -263,7 +263,6 @@ public:
   // exchange elements). A scalar becomes a splat.
   TVal convert(const TVal &v, DType d, const LinearLayout *to);
   std::optional<SharedTile> conversionTile(const LinearLayout &from, DType d);
-  TVal convertThroughTile(const TVal &v, DType d, const LinearLayout *to, const SharedTile &tile);
 
   // --- numerics (lower_elementwise.cpp)
   // Re-extends an integer computed in 32 bits to its narrow type.
@@ -271,6 +270,8 @@ public:
   std::string toF32(const std::string &r, DType d);
   std::string fromF32(const std::string &r, DType d, bool rtz = false);
   std::string castScalar(const std::string &r, DType from, DType to, bool rtz);
+  // Pointer register `ptr` moved by `offset` (a register of type `od`) elements of `pointee`.
+  std::string pointerPlus(const std::string &ptr, std::string offset, DType od, DType pointee);
   std::string binary(const Op &op, OpKind kind, DType d, const std::string &a,
                      const std::string &c);
   std::string unary(const Op &op, OpKind kind, DType d, const std::string &a);

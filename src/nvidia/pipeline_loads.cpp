@@ -431,15 +431,6 @@ static void moveInto(Lowering &L, const std::string &dst, const std::string &src
   L.b.emit(std::string("mov") + regType(rc) + " " + dst + ", " + src);
 }
 
-// Pointer register `ptr` moved by `delta` (a register of type `od`) elements of `pointee`.
-static std::string advancedPointer(Lowering &L, const std::string &ptr, const std::string &delta,
-                                   DType od, DType pointee) {
-  if (regClassOf(od) == RegClass::B64)
-    return L.opReg("mad.lo.s64", RegClass::B64, {delta, imm(dtypeBytes(pointee)), ptr});
-  return L.opReg(isUnsigned(od) ? "mad.wide.u32" : "mad.wide.s32", RegClass::B64,
-                 {delta, imm(dtypeBytes(pointee)), ptr});
-}
-
 // Issues the copies of the tiles of the iteration at `iv` into stage `slot`,
 // each zero-filled where `valid` (or the load's mask, or its bounds) is false,
 // and moves the carried pointers the copies read one iteration on. Each
@@ -489,9 +480,9 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     std::vector<std::pair<std::string, std::string>> moved;
     for (int g = 0; g < lay->numRegs(); g += l.vec) {
       if (advancing)
-        moved.emplace_back(ptr.regs[g], advancedPointer(L, ptr.regs[g], delta.regs[g],
-                                                        l.delta->type.dtype,
-                                                        l.load->result()->type.dtype));
+        moved.emplace_back(ptr.regs[g], L.pointerPlus(ptr.regs[g], delta.regs[g],
+                                                      l.delta->type.dtype,
+                                                      l.load->result()->type.dtype));
       SharedAddr a =
           L.tileAddress(slotBase, th, L.tileRegOffset(inTile, g, l.tile, l.bytes), cache);
       std::string ok = valid;

@@ -49,17 +49,14 @@ std::string PtxBuilder::reg(RegClass c) {
   return kPrefix[(int)c] + std::to_string(++counts_[(int)c]);
 }
 
-void PtxBuilder::emit(const std::string &instr) {
-  body_ += '\t';
-  body_ += instr;
-  body_ += ";\n";
+static void appendInstruction(std::string &to, const std::string &instr) {
+  to += '\t';
+  to += instr;
+  to += ";\n";
 }
 
-void PtxBuilder::emitPrologue(const std::string &instr) {
-  prologue_ += '\t';
-  prologue_ += instr;
-  prologue_ += ";\n";
-}
+void PtxBuilder::emit(const std::string &instr) { appendInstruction(body_, instr); }
+void PtxBuilder::emitPrologue(const std::string &instr) { appendInstruction(prologue_, instr); }
 
 std::string PtxBuilder::newLabel(const std::string &hint) {
   return "$L_" + hint + "_" + std::to_string(++labels_);
