@@ -1053,3 +1053,91 @@ def test_view_of_a_carried_accumulator(rng):
         acc = p.astype(np.float32) @ v[j:j + BN].astype(np.float32) + acc * 0.5
     np.testing.assert_allclose(out, acc, rtol=1e-2, atol=5e-2)
     np.testing.assert_allclose(s, total, rtol=1e-2, atol=2e-1)
+
+
+# Persistent matmuls whose tile loop asks to be flattened (tl.range(flatten=True)):
+# one loop over every (tile, k step) pair, the epilogue under the last k step.
+@tilec.jit
+def _grouped_tile(t, tiles_m, tiles_n, GROUP: tl.constexpr):
+    per_group = GROUP * tiles_n
+    first_m = (t // per_group) * GROUP
+    rows = tl.minimum(tiles_m - first_m, GROUP)
+    return first_m + (t % per_group) % rows, (t % per_group) // rows
+
+
+@tilec.jit
+def flat_matmul_kernel(a_ptr, b_ptr, c_ptr, done_ptr, M, N, K, step, BM: tl.constexpr,
+                       BN: tl.constexpr, BK: tl.constexpr, FLATTEN: tl.constexpr):
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    done = 0  # carried by the tile loop: the tiles this program stored
+    for t in tl.range(tl.program_id(0), tiles_m * tiles_n, step, flatten=FLATTEN):
+        pm, pn = _grouped_tile(t, tiles_m, tiles_n, 3)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for ks in range(tl.cdiv(K, BK)):
+            rk = ks * BK + tl.arange(0, BK)
+            a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                        mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+        done += 1
+    tl.store(done_ptr + tl.program_id(0), done)
+
+
+@pytest.mark.parametrize("K", [0, 40, 200])
+@pytest.mark.parametrize("flatten", [False, True])
+def test_flattened_persistent_matmul(rng, K, flatten):
+    """Pointer loads at odd edges; an outer count carried past the epilogue;
+    K=0 runs the epilogue on zeros (the flattened loop would run no iteration)."""
+    M, N, programs = 200, 136, 5
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (K, N), np.float16)
+    c = np.full((M, N), 7, np.float16)
+    done = np.zeros(programs, np.int32)
+    flat_matmul_kernel[(programs,)](a, b, c, done, M, N, K, programs, BM=64, BN=64, BK=32,
+                                    FLATTEN=flatten, num_warps=4, num_stages=3)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
+    tiles = 4 * 3
+    np.testing.assert_array_equal(done, [len(range(p, tiles, programs)) for p in range(programs)])
+
+
+@tilec.jit
+def flat_descriptor_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                                  BN: tl.constexpr, BK: tl.constexpr, PROGRAMS: tl.constexpr,
+                                  SPLIT: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN // 2 if SPLIT else BN])
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, flatten=True):
+        pm, pn = _grouped_tile(t, tiles_m, tiles_n, 2)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for ks in range(tl.cdiv(K, BK)):
+            a = a_desc.load([pm * BM, ks * BK])
+            b = b_desc.load([pn * BN, ks * BK])
+            acc = tl.dot(a, b.T, acc)
+        if SPLIT:
+            halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([pm * BM, pn * BN], left.to(tl.float16))
+            c_desc.store([pm * BM, pn * BN + BN // 2], right.to(tl.float16))
+        else:
+            c_desc.store([pm * BM, pn * BN], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_flattened_persistent_matmul_through_descriptors(rng, split):
+    M, N, K, programs = 200, 136, 200, 3
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (N, K), np.float16)
+    c = np.full((M, N), 7, np.float16)
+    flat_descriptor_matmul_kernel[(programs,)](a, b, c, M, N, K, BM=64, BN=64, BK=64,
+                                               PROGRAMS=programs, SPLIT=split, num_warps=4,
+                                               num_stages=3)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)

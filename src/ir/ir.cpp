@@ -175,39 +175,34 @@ Op *insertOp(Block &block, size_t at, OpKind kind, std::vector<Value *> operands
   return block.ops[at].get();
 }
 
-namespace {
-
-// Copies `from` into `to`, mapping each value of the original to its copy.
-void cloneBlock(const Block &from, Block &to, std::unordered_map<const Value *, Value *> &map) {
-  for (const auto &a : from.args)
-    map[a.get()] = to.addArg(a->type);
-  for (const auto &src : from.ops) {
-    auto op = std::make_unique<Op>();
-    op->kind = src->kind;
-    for (Value *v : src->operands) {
-      auto it = map.find(v);
-      op->operands.push_back(it == map.end() ? v : it->second);
-    }
-    op->attrs = src->attrs;
-    op->loc = src->loc;
-    op->parent = &to;
-    for (const auto &r : src->results) {
-      auto v = std::make_unique<Value>(*r);
-      v->def = op.get();
-      map[r.get()] = v.get();
-      op->results.push_back(std::move(v));
-    }
-    for (const auto &region : src->regions) {
-      auto b = std::make_unique<Block>();
-      b->parent = op.get();
-      cloneBlock(*region, *b, map);
-      op->regions.push_back(std::move(b));
-    }
-    to.ops.push_back(std::move(op));
+Op *cloneOp(const Op &src, Block &to, std::unordered_map<const Value *, Value *> &map) {
+  auto op = std::make_unique<Op>();
+  op->kind = src.kind;
+  for (Value *v : src.operands) {
+    auto it = map.find(v);
+    op->operands.push_back(it == map.end() ? v : it->second);
   }
+  op->attrs = src.attrs;
+  op->loc = src.loc;
+  op->parent = &to;
+  for (const auto &r : src.results) {
+    auto v = std::make_unique<Value>(*r);
+    v->def = op.get();
+    map[r.get()] = v.get();
+    op->results.push_back(std::move(v));
+  }
+  for (const auto &region : src.regions) {
+    auto b = std::make_unique<Block>();
+    b->parent = op.get();
+    for (const auto &a : region->args)
+      map[a.get()] = b->addArg(a->type);
+    for (const auto &inner : region->ops)
+      cloneOp(*inner, *b, map);
+    op->regions.push_back(std::move(b));
+  }
+  to.ops.push_back(std::move(op));
+  return to.ops.back().get();
 }
-
-} // namespace
 
 std::unique_ptr<Function> cloneFunction(const Function &fn) {
   auto out = std::make_unique<Function>();
@@ -216,7 +211,10 @@ std::unique_ptr<Function> cloneFunction(const Function &fn) {
   out->argDivisibility = fn.argDivisibility;
   out->dependsOnTarget = fn.dependsOnTarget;
   std::unordered_map<const Value *, Value *> map;
-  cloneBlock(*fn.body, *out->body, map);
+  for (const auto &a : fn.body->args)
+    map[a.get()] = out->body->addArg(a->type);
+  for (const auto &op : fn.body->ops)
+    cloneOp(*op, *out->body, map);
   out->renumber();
   return out;
 }

@@ -108,6 +108,10 @@ struct Function {
 
 // A deep copy: a backend's passes rewrite their own copy of a kernel.
 std::unique_ptr<Function> cloneFunction(const Function &fn);
+// Appends a copy of `src` (with its regions) to `to`: its operands through
+// `map` (values not in it are used as they are), its results and region
+// arguments added to `map`.
+Op *cloneOp(const Op &src, Block &to, std::unordered_map<const Value *, Value *> &map);
 
 // Creates ops at an insertion point (the end of a block).
 class Builder {

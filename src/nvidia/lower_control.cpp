@@ -131,6 +131,11 @@ void Lowering::lowerIf(const Op &op) {
   std::string otherwise = b.newLabel("else"), end = b.newLabel("endif");
   b.emit("@!" + cond + " bra " + otherwise);
   enterRegion();
+  for (auto &[load, p] : pipelinedLoads)
+    if (p->drains.count(&op)) { // it reads what an asynchronous dot is writing
+      b.emit("wgmma.wait_group.sync.aligned 0");
+      break;
+    }
   lowerBlock(*op.regions[0]);
   const Op &thenYield = *op.regions[0]->terminator();
   std::vector<TVal> results;

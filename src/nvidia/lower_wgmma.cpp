@@ -157,8 +157,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   bool deferred = deferring && (!aBase.empty() || !aRegs.empty()) && !bBase.empty();
   // In a pipelined loop the accumulator stays where the loop carries it.
   std::vector<std::string> acc;
-  if (async) {
-    acc = val(op.operand(2)).regs;
+  if (async) { // (a reset accumulator: the registers the loop carries)
+    acc = val(async->reset ? op.operand(2)->def->operand(2) : op.operand(2)).regs;
   } else if (deferred) {
     acc = val(op.parent->args[deferring->deferred[&op] + 1].get()).regs;
     TVal init = convert(val(op.operand(2)), DType::F32, accLayout);
@@ -205,6 +205,10 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string bDesc = descriptor(bStart, tiles.b, tiles.bKRows ? t.K * tiles.b.swizzle : 16);
   std::string accumulate = b.reg(RegClass::Pred);
   b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
+  // The first k step's: false where the accumulator starts again (D = A*B).
+  std::string accumulateFirst = accumulate;
+  if (async && async->reset)
+    accumulateFirst = opReg("not.pred", RegClass::Pred, {val(async->reset).regs[0]});
 
   // f32 accumulators, one register per element, or f16 ones packed two to a register.
   bool half = halfAccumulator(op);
@@ -234,7 +238,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         std::string imms = ", 1, 1";
         if (bytes == 2)
           imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
-        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + accumulate + imms);
+        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " +
+               (kk == 0 ? accumulateFirst : accumulate) + imms);
       }
   b.emit("wgmma.commit_group.sync.aligned");
   // Asynchronous: the previous iteration's group is done (its slot may be

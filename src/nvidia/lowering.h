@@ -106,6 +106,13 @@ struct Pipeline {
   // copies are issued at the end of the iteration, once every warpgroup is
   // done reading the slot they overwrite.
   bool asyncDot = false;
+  // The asynchronous dot's accumulator starts again where `reset` is true (a
+  // flattened loop's first k step of a tile: select(reset, zeros, carried)):
+  // its first wgmma then ignores the registers instead of a select zeroing them.
+  const Value *reset = nullptr;
+  // The ifs of the body that read the asynchronous dot's result (a flattened
+  // loop's epilogue): each waits for the dot first.
+  std::set<const Op *> drains;
   // Dots (wgmma, f32) whose accumulator the loop carries and reads again only
   // after a synchronous wgmma of the next iteration (attention's p @ v): they
   // run on while the loop goes on, accumulating straight into the carried

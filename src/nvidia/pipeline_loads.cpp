@@ -249,6 +249,48 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
   }
 }
 
+// The select(splat(c), zeros, carried) that `dot` accumulates into, read by
+// the dot alone (a flattened loop starting a tile's accumulator again); else null.
+static const Op *resetAccumulator(const Op &dot, const UseCounts &counts) {
+  const Op *select = dot.operand(2)->def;
+  if (!select || select->kind != OpKind::Select || select->parent != dot.parent ||
+      !usedOnce(counts, select->result()) || !isZeroConstant(select->operand(1)))
+    return nullptr;
+  const Op *splat = select->operand(0)->def;
+  return splat && splat->kind == OpKind::Splat ? select : nullptr;
+}
+
+// Whether `dot`'s result is read by the yield once and otherwise only inside
+// ifs after it in `body` (which go to `drains`).
+static bool readLaterOnlyInIfs(const Block &body, const Op &dot, const UseCounts &counts,
+                               std::set<const Op *> &drains) {
+  const Value *r = dot.result();
+  int reads = 0, inYield = 0;
+  for (const Value *v : body.terminator()->operands)
+    inYield += v == r;
+  bool after = false;
+  for (auto &opPtr : body.ops) {
+    const Op *op = opPtr.get();
+    if (op == &dot) {
+      after = true;
+      continue;
+    }
+    if (!after || op->kind != OpKind::If)
+      continue;
+    int here = 0;
+    for (auto &region : op->regions)
+      walk(*region, [&](Op *inner) {
+        for (const Value *v : inner->operands)
+          here += v == r;
+      });
+    if (here) {
+      drains.insert(op);
+      reads += here;
+    }
+  }
+  return inYield == 1 && useCount(counts, r) == 1 + reads;
+}
+
 // Whether the copies of `l` can move whole vectors into its tile's rows, and
 // how many elements each: the tile's rows run along the value's last dim, or
 // along its first when transposed.
@@ -271,7 +313,10 @@ static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
 
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                                                  const std::vector<TVal> &carried) {
-  if (opts.numStages < 2)
+  // tl.range(num_stages=) sets a loop's own, no more than the kernel's (which
+  // compile_gpu lowers when the stages do not fit in shared memory).
+  int stages = (int)std::min<int64_t>(forOp.intAttr("num_stages", opts.numStages), opts.numStages);
+  if (stages < 2)
     return nullptr;
   const Block &body = *forOp.regions[0];
   const Op *step = forOp.operand(2)->def;
@@ -386,20 +431,30 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   // One dot whose operands are both copied, accumulating into an f32 the loop
   // carries through it alone, can stay asynchronous on the tensor cores.
   const Op &dot = *dots.front();
-  const Value *acc = dot.operand(2);
   p->dot = &dot;
+  const Op *reset = resetAccumulator(dot, counts);
+  const Value *acc = reset ? reset->operand(2) : dot.operand(2);
   p->asyncDot = dots.size() == 1 && p->loads.size() == 2 && wgmmaLayout(dot) &&
                 acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
                 body.terminator()->operand(acc->index - 1) == dot.result() &&
-                usedOnce(counts, acc) && usedOnce(counts, dot.result());
-  if (!p->asyncDot)
+                usedOnce(counts, acc) && readLaterOnlyInIfs(body, dot, counts, p->drains);
+  if (p->asyncDot && reset) {
+    const Op *splat = reset->operand(0)->def;
+    p->reset = splat->operand(0);
+    skipped.insert(reset);
+    if (usedOnce(counts, splat->result()))
+      skipped.insert(splat);
+  }
+  if (!p->asyncDot) {
+    p->drains.clear();
     findDeferredDots(body, dots, *p, counts);
+  }
   int64_t slotBytes = 0;
   for (PipelinedLoad &l : p->loads) {
     l.offset = slotBytes; // times the stages, below
     slotBytes += l.slotBytes;
   }
-  p->stages = opts.numStages; // too many for shared memory: the caller retries with fewer
+  p->stages = stages; // too many for shared memory: the caller retries with fewer
   for (PipelinedLoad &l : p->loads)
     l.offset *= p->stages;
   p->totalBytes = slotBytes * p->stages;

@@ -11,6 +11,7 @@
 #include "passes/passes.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 namespace tilec {
@@ -304,7 +305,86 @@ std::optional<Attr> foldCast(const Op &op) {
   }
   if (isFoldableFloat(from) && isFoldableFloat(to))
     return Attr(roundTo(c->f, to));
+  if (isFoldableFloat(from) && isFloat(to) && c->f == 0)
+    return Attr(c->f); // a zero (of either sign) is one in every float type
   return std::nullopt;
+}
+
+// The same bits as another type of one width (32 or 64 bits).
+std::optional<Attr> foldBitcast(const Op &op) {
+  auto c = constOf(op.operand(0));
+  DType from = op.operand(0)->type.dtype, to = op.result()->type.dtype;
+  int bits = dtypeBits(from);
+  if (!c || (bits != 32 && bits != 64) || dtypeBits(to) != bits)
+    return std::nullopt;
+  uint64_t raw;
+  if (c->isFloat && bits == 32) {
+    float f = (float)c->f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    raw = u;
+  } else if (c->isFloat) {
+    std::memcpy(&raw, &c->f, 8);
+  } else {
+    raw = (uint64_t)c->i;
+  }
+  if (isInteger(to))
+    return Attr(wrapInt(raw, to));
+  if (to == DType::F32) {
+    uint32_t u = (uint32_t)raw;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return Attr((double)f);
+  }
+  if (to == DType::F64) {
+    double f;
+    std::memcpy(&f, &raw, 8);
+    return Attr(f);
+  }
+  return std::nullopt;
+}
+
+// Whether `v` is the index along `axis` (0 to n-1) and nothing else: a range
+// reshaped to size-1 dims elsewhere and broadcast.
+bool isIndexAlong(const Value *v, int axis) {
+  const Op *def = v->def;
+  while (def && (def->kind == OpKind::Broadcast || def->kind == OpKind::Reshape ||
+                 def->kind == OpKind::ExpandDims)) {
+    if (def->kind != OpKind::Broadcast) { // only `axis` may be longer than 1
+      const std::vector<int64_t> &shape = def->result()->type.shape;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && (int)d != (int)shape.size() - 1)
+          return false;
+      if (axis != (int)v->type.rank() - 1)
+        return false;
+    }
+    def = def->operand(0)->def;
+  }
+  return def && def->kind == OpKind::MakeRange && def->intAttr("start") == 0 &&
+         def->intAttr("end") == v->type.shape[axis];
+}
+
+// reduce_max(select(index == k, c, lowest)) along that index, with c and k
+// constants (tl.split and friends pick one value of each line that way): c.
+std::optional<Attr> foldPickAlong(const Op &op) {
+  if (op.kind != OpKind::ReduceMax)
+    return std::nullopt;
+  const Op *select = op.operand(0)->def;
+  if (!select || select->kind != OpKind::Select)
+    return std::nullopt;
+  auto picked = constOf(select->operand(1)), other = constOf(select->operand(2));
+  DType d = select->result()->type.dtype;
+  const Op *match = select->operand(0)->def;
+  if (!picked || !other || picked->isFloat || isUnsigned(d) ||
+      other->i != wrapInt(uint64_t(1) << (dtypeBits(d) - 1), d) || !match ||
+      match->kind != OpKind::CmpEq)
+    return std::nullopt;
+  int axis = (int)op.intAttr("axis");
+  const Value *index = match->operand(0);
+  auto k = constOf(match->operand(1));
+  if (!k || !isIndexAlong(index, axis) || k->i < 0 || k->i >= index->type.shape[axis])
+    return std::nullopt;
+  return Attr(picked->i);
 }
 
 bool isShapeChange(OpKind kind) {
@@ -329,6 +409,10 @@ std::optional<Attr> foldToConstant(const Op &op) {
     return shaped;
   if (op.kind == OpKind::Cast)
     return foldCast(op);
+  if (op.kind == OpKind::Bitcast)
+    return foldBitcast(op);
+  if (auto picked = foldPickAlong(op))
+    return picked;
   if (op.kind == OpKind::Select || !op.has(INTS | FLOATS))
     return std::nullopt;
   return foldElementwise(op);

@@ -23,6 +23,11 @@ bool hoistLoopInvariants(Function &fn);
 // use. Invalidates: value ids.
 bool foldDotAccumulate(Function &fn);
 
+// Flattens each for marked flatten=1 whose body is pure ops, one inner for
+// with bounds it does not change, and anything after: one loop over every pair
+// of iterations (flatten_loops.cpp). Invalidates: value ids.
+bool flattenLoops(Function &fn);
+
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.
 bool eliminateDeadCode(Function &fn);

@@ -24,6 +24,7 @@ const Pass kPasses[] = {
     {"dce", eliminateDeadCode},
     {"licm", hoistLoopInvariants},
     {"dot-acc", foldDotAccumulate},
+    {"flatten", flattenLoops},
 };
 
 // The pipeline, in order.
@@ -33,6 +34,7 @@ const Pass kPipeline[] = {
     {"fold", foldConstants},
     {"dot-acc", foldDotAccumulate},
     {"licm", hoistLoopInvariants},
+    {"flatten", flattenLoops},
     {"cse", eliminateCommonSubexpressions},
     {"dce", eliminateDeadCode},
 };
@@ -55,7 +57,8 @@ const Pass &passNamed(const std::string &name) {
   for (const Pass &pass : kPasses)
     if (name == pass.name)
       return pass;
-  throw std::invalid_argument("unknown pass '" + name + "' (known: fold, cse, dce, licm, dot-acc)");
+  throw std::invalid_argument("unknown pass '" + name +
+                              "' (known: fold, cse, dce, licm, dot-acc, flatten)");
 }
 
 } // namespace
