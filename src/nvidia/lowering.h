@@ -113,6 +113,19 @@ struct Pipeline {
   // The ifs of the body that read the asynchronous dot's result (a flattened
   // loop's epilogue): each waits for the dot first.
   std::set<const Op *> drains;
+  // A flattened loop (flatten_loops.cpp) splits its induction variable into
+  // q = iv / n (the outer iteration: a persistent kernel's tile) and
+  // r = iv % n. The copies keep q and r of the next iteration they copy and
+  // step them on instead of dividing; the scalars the copies compute from q
+  // alone (the tile's offsets) are kept too, computed again only when q moves.
+  struct Flat {
+    const Op *div = nullptr, *rem = nullptr;
+    std::vector<const Op *> tileOps;      // the copies' scalar ops computed from q alone
+    std::vector<const Value *> kept;      // those the copies' other ops read
+    std::vector<TVal> values;             // their values for the next iteration copied
+    std::string q, r;                     // that iteration's q and r
+  };
+  std::unique_ptr<Flat> flat;
   // Dots (wgmma, f32) whose accumulator the loop carries and reads again only
   // after a synchronous wgmma of the next iteration (attention's p @ v): they
   // run on while the loop goes on, accumulating straight into the carried
@@ -393,11 +406,17 @@ public:
   void issueTmaCopies(Pipeline &p, const std::string &slot, const std::string &valid);
   void waitTmaStage(Pipeline &p);
   void releaseTmaBarriers(Pipeline &p);
+  // A flattened loop's pipeline (Pipeline::Flat): computes the kept values for
+  // q (into fresh registers the first time); steps q and r on one iteration.
+  void keepTileValues(Pipeline &p, bool fresh);
+  void stepFlat(Pipeline &p);
   // `v` as it is at another iteration, in layout `want` where it can be
   // recomputed there: the ops of `slice` (v's computation in the loop body)
   // lowered again with `ivValue` bound to register `iv`; the bindings of the
   // current iteration are kept.
-  TVal valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
+  // In a flattened loop (Pipeline::Flat), the outer iteration's values come
+  // from what the pipeline keeps.
+  TVal valueAt(const Value *v, const std::vector<const Op *> &slice, const Pipeline &p,
                const std::string &iv, const LinearLayout *want);
   // The pipeline whose asynchronous dot `dot` is, if any; the one that
   // defers the wait of `dot`, if any.

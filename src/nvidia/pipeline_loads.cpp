@@ -311,6 +311,77 @@ static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
   return vec * l.bytes >= 4 && proven >= vec;
 }
 
+// Fills p.flat when the copies of loop `forOp` (from 0 by 1) compute from
+// q = iv / n, n loop-invariant: a flattened loop's outer iteration.
+static void planFlat(Pipeline &p, const Op &forOp) {
+  const Block &body = *forOp.regions[0];
+  const Value *iv = body.args[0].get();
+  const Op *lb = forOp.operand(0)->def, *step = forOp.operand(2)->def;
+  if (!lb || lb->kind != OpKind::Constant || lb->intAttr("value") != 0 || !step ||
+      step->intAttr("value") != 1)
+    return;
+  auto flat = std::make_unique<Pipeline::Flat>();
+  for (auto &opPtr : body.ops) {
+    const Op *op = opPtr.get();
+    bool splits = (op->kind == OpKind::IDiv || op->kind == OpKind::IRem) &&
+                  op->operand(0) == iv && !isDefinedIn(op->operand(1), body);
+    if (splits && op->kind == OpKind::IDiv && !flat->div)
+      flat->div = op;
+    else if (splits && op->kind == OpKind::IRem && !flat->rem)
+      flat->rem = op;
+  }
+  if (!flat->div)
+    return;
+  if (flat->rem && flat->rem->operand(1) != flat->div->operand(1))
+    flat->rem = nullptr;
+  // The copies' ops, and the values they copy at (or mask or point with).
+  std::set<const Op *> sliceOps;
+  std::vector<const Value *> roots;
+  for (const PipelinedLoad &l : p.loads) {
+    for (auto &[d, slice] : l.offsetSlices) {
+      sliceOps.insert(slice.begin(), slice.end());
+      roots.push_back(l.load->operand(0)->def->operand(1 + d));
+    }
+    sliceOps.insert(l.ptrSlice.begin(), l.ptrSlice.end());
+    sliceOps.insert(l.maskSlice.begin(), l.maskSlice.end());
+    if (!l.ptrSlice.empty())
+      roots.push_back(l.load->operand(0));
+    if (!l.maskSlice.empty())
+      roots.push_back(l.load->operand(1));
+  }
+  if (!sliceOps.count(flat->div))
+    return; // the copies do not depend on the outer iteration
+  std::set<const Value *> fromQ{flat->div->result()};
+  for (auto &opPtr : body.ops) {
+    const Op *op = opPtr.get();
+    if (!sliceOps.count(op) || op == flat->div || op == flat->rem || op->results.size() != 1 ||
+        !op->result()->type.isScalar())
+      continue;
+    bool tile = true, readsQ = false;
+    for (const Value *v : op->operands) {
+      readsQ |= fromQ.count(v) > 0;
+      tile &= fromQ.count(v) || !isDefinedIn(v, body);
+    }
+    if (tile && readsQ) {
+      flat->tileOps.push_back(op);
+      fromQ.insert(op->result());
+    }
+  }
+  auto keep = [&](const Value *v) {
+    if (v != flat->div->result() && fromQ.count(v) &&
+        std::find(flat->kept.begin(), flat->kept.end(), v) == flat->kept.end())
+      flat->kept.push_back(v);
+  };
+  for (const Op *op : sliceOps)
+    if (op != flat->div && op != flat->rem &&
+        std::find(flat->tileOps.begin(), flat->tileOps.end(), op) == flat->tileOps.end())
+      for (const Value *v : op->operands)
+        keep(v);
+  for (const Value *root : roots)
+    keep(root);
+  p.flat = std::move(flat);
+}
+
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                                                  const std::vector<TVal> &carried) {
   // tl.range(num_stages=) sets a loop's own, no more than the kernel's (which
@@ -465,6 +536,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
+  planFlat(*p, forOp);
   // A carried pointer read only by its copied load and by its own advance,
   // which only the yield reads, and unused after the loop, is left alone.
   for (const PipelinedLoad &l : p->loads) {
@@ -497,7 +569,7 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
   for (PipelinedLoad &l : p.loads)
     for (auto &[d, slice] : l.offsetSlices) { // this iteration's offset, computed again
       const Value *offset = l.load->operand(0)->def->operand(1 + d);
-      std::string at = L.valueAt(offset, slice, p.ivValue, iv, nullptr).regs[0];
+      std::string at = L.valueAt(offset, slice, p, iv, nullptr).regs[0];
       at = L.castScalar(at, offset->type.dtype, DType::I64, false);
       std::string &reg = l.next.regs[1 + 2 * l.deltas.size() + d];
       L.b.emit("add.s64 " + reg + ", " + l.offsetBases[d] + ", " + at);
@@ -514,10 +586,10 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
       blockAddresses(L, *l.load, l.next, lay, l.vec, ptr, mask, masked);
     } else {
       if (!l.ptrSlice.empty()) // this iteration's pointers, computed again
-        ptr = L.convert(L.valueAt(l.load->operand(0), l.ptrSlice, p.ivValue, iv, lay),
+        ptr = L.convert(L.valueAt(l.load->operand(0), l.ptrSlice, p, iv, lay),
                         l.load->operand(0)->type.dtype, lay);
       if (l.load->operands.size() > 1)
-        mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p.ivValue, iv, lay),
+        mask = L.convert(L.valueAt(l.load->operand(1), l.maskSlice, p, iv, lay),
                          DType::I1, lay);
     }
     std::string slotBase =
@@ -608,11 +680,20 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   }
   if (p.tma)
     initTmaBarriers(p);
+  if (p.flat) { // the first iteration's outer one: q = r = 0 (registers the copies rewrite)
+    p.flat->q = b.reg(RegClass::B32);
+    p.flat->r = b.reg(RegClass::B32);
+    b.emit("mov.u32 " + p.flat->q + ", 0");
+    b.emit("mov.u32 " + p.flat->r + ", 0");
+    keepTileValues(p, true);
+  }
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
     std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
     issueCopies(*this, p, imm(s), iv, valid);
     advanceCopies(*this, p);
+    if (p.flat)
+      stepFlat(p);
   }
   p.readSlot = b.reg(RegClass::B32);
   p.writeSlot = b.reg(RegClass::B32);
@@ -628,6 +709,53 @@ static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
   std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
   issueCopies(L, p, p.writeSlot, ahead, valid);
   advanceCopies(L, p);
+  if (p.flat)
+    L.stepFlat(p);
+}
+
+void Lowering::keepTileValues(Pipeline &p, bool fresh) {
+  Pipeline::Flat &f = *p.flat;
+  std::vector<const Value *> rebound{f.div->result()};
+  for (const Op *op : f.tileOps)
+    rebound.push_back(op->result());
+  std::vector<std::optional<TVal>> saved;
+  for (const Value *r : rebound) {
+    auto it = values_.find(r);
+    saved.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
+  }
+  bind(f.div->result(), TVal{nullptr, {f.q}});
+  enterRegion();
+  for (const Op *op : f.tileOps)
+    lowerOp(*op);
+  for (size_t k = 0; k < f.kept.size(); ++k) {
+    const TVal &v = val(f.kept[k]);
+    RegClass rc = regClassOf(f.kept[k]->type.dtype);
+    if (fresh) {
+      f.values.push_back(TVal{nullptr, {b.reg(rc)}});
+      f.values.back().uniform = v.uniform;
+    }
+    moveInto(*this, f.values[k].regs[0], v.regs[0], rc);
+  }
+  for (size_t k = 0; k < rebound.size(); ++k) {
+    if (saved[k])
+      values_[rebound[k]] = *saved[k];
+    else
+      values_.erase(rebound[k]);
+  }
+  enterRegion();
+}
+
+void Lowering::stepFlat(Pipeline &p) {
+  Pipeline::Flat &f = *p.flat;
+  std::string n = val(f.div->operand(1)).regs[0];
+  b.emit("add.s32 " + f.r + ", " + f.r + ", 1");
+  std::string wrap = opReg("setp.eq.s32", RegClass::Pred, {f.r, n});
+  std::string same = b.newLabel("same_outer");
+  b.emit("@!" + wrap + " bra " + same);
+  b.emit("mov.u32 " + f.r + ", 0");
+  b.emit("add.s32 " + f.q + ", " + f.q + ", 1");
+  keepTileValues(p, false); // the next outer iteration's
+  b.label(same);
 }
 
 // At the first pipelined load of an iteration: wait for this iteration's
@@ -661,13 +789,21 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
   }
 }
 
-TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, const Value *ivValue,
+TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, const Pipeline &p,
                        const std::string &iv, const LinearLayout *want) {
   if (slice.empty())
     return val(v);
+  const Value *ivValue = p.ivValue;
   std::vector<const Value *> rebound{ivValue};
   for (const Op *op : slice)
     rebound.push_back(op->result());
+  const Pipeline::Flat *flat = p.flat.get();
+  if (flat) {
+    rebound.push_back(flat->div->result());
+    if (flat->rem)
+      rebound.push_back(flat->rem->result());
+    rebound.insert(rebound.end(), flat->kept.begin(), flat->kept.end());
+  }
   std::vector<std::optional<TVal>> saved;
   for (const Value *r : rebound) {
     auto it = values_.find(r);
@@ -675,10 +811,20 @@ TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, con
   }
   bind(ivValue, TVal{nullptr, {iv}});
   enterRegion(); // no value recomputed for the current iteration may be reused
+  if (flat) { // the outer iteration's values, as kept
+    bind(flat->div->result(), TVal{nullptr, {flat->q}});
+    if (flat->rem)
+      bind(flat->rem->result(), TVal{nullptr, {flat->r}});
+    for (size_t k = 0; k < flat->kept.size(); ++k)
+      bind(flat->kept[k], flat->values[k]);
+  }
   // The scalars first; the tensor is then recomputed straight in `want`
   // (lowering its ops in their own layouts could move it through shared memory).
   bool direct = want && v->type.isTensor() && rematerializable(v);
   for (const Op *op : slice) {
+    if (flat && (op == flat->div || op == flat->rem ||
+                 std::find(flat->tileOps.begin(), flat->tileOps.end(), op) != flat->tileOps.end()))
+      continue; // bound above
     bool uniform = op->kind == OpKind::Splat || op->kind == OpKind::Constant;
     if (!direct || !op->result()->type.isTensor() || uniform)
       lowerOp(*op);

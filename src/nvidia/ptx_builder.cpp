@@ -80,7 +80,9 @@ bool pureOpcode(std::string_view op) {
   static const char *const kPure[] = {"add", "sub", "mul",  "mad", "mov", "cvt", "cvta",
                                       "setp", "selp", "xor", "and", "or",  "not", "shl",
                                       "shr", "bfe", "bfi",  "min", "max", "neg", "abs",
-                                      "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz"};
+                                      "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz",
+                                      "div", "rem", "rcp", "sqrt", "rsqrt", "ex2", "lg2",
+                                      "sin", "cos", "tanh"};
   std::string_view base = op.substr(0, op.find('.'));
   if (op.find(".cc") != std::string_view::npos) // sets the carry flag another instruction reads
     return false;
