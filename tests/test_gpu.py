@@ -636,6 +636,57 @@ def test_a_pipeline_starts_after_every_reader_of_the_scratch_it_overlaps():
     assert any("ld.shared" in l for l in lines[start:])  # the epilogue reads scratch
 
 
+def flattened_descriptor_matmul(split=False):
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32"}
+    return tilec.compile(test_kernels.flat_descriptor_matmul_kernel, signature=sig,
+                         target="sm_90a", num_warps=4, num_stages=3,
+                         constexprs={"BM": 128, "BN": 128, "BK": 64, "PROGRAMS": 132,
+                                     "SPLIT": split},
+                         divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+
+
+@needs_ptxas
+@pytest.mark.parametrize("split", [False, True])
+def test_a_flattened_tile_loop_keeps_one_pipeline_across_tiles(split):
+    """tl.range(flatten=True): one loop over (tile, k step), its TMA copies
+    running ahead across tiles; the dot asynchronous, its accumulator started
+    again by wgmma's scale-d on a tile's first step (no select), the epilogue
+    waiting for it in its branch."""
+    import re
+    k = flattened_descriptor_matmul(split)
+    ptx = k.asm["ptx"]
+    assert ptx.count("// pipelined loads") == 1
+    loop = loop_bodies(ptx)[0]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in loop
+    first = re.search(r"not\.pred (%p\d+), %p\d+;", loop).group(1)
+    wgmmas = re.findall(r"wgmma\.mma_async\S* \{[^}]*\}, %rd\d+, %rd\d+, (%p\d+)", loop)
+    assert wgmmas and wgmmas[0] == first and wgmmas[-1] != first
+    assert "wgmma.wait_group.sync.aligned 1;" in loop
+    epilogue = loop[loop.index("wgmma.wait_group.sync.aligned 1;"):]
+    assert re.match(r"wgmma\.wait_group\.sync\.aligned 1;\n\t@!%p\d+ bra \$L_else_\d+;\n"
+                    r"\twgmma\.wait_group\.sync\.aligned 0;", epilogue)
+    assert "selp.f32" not in loop
+
+
+@needs_ptxas
+def test_a_flattened_loop_divides_only_when_the_tile_changes():
+    """The copies step (tile, k step) on and keep the tile's offsets: the
+    tile's divisions (the grouped order) run once per tile, in the branch
+    taken when the tile changes, not at every k step."""
+    import re
+    loop = loop_bodies(flattened_descriptor_matmul().asm["ptx"])[0]
+    # Leave out the branches: the epilogue's (its own tile index) and the one
+    # computing the next tile's offsets.
+    steady = re.sub(r"bra (\$L_(else|same_outer)_\d+);\n.*?^\1:", "", loop, flags=re.S | re.M)
+    assert steady != loop and "cp.async.bulk.tensor" in steady
+    divisions = [l for l in steady.splitlines() if "div.s32" in l or "rem.s32" in l]
+    assert len(divisions) == 1, divisions  # i % steps: a tile's first and last k step
+    changes = re.search(r"bra \$L_same_outer_\d+;\n(.*?)^\$L_same_outer", loop, re.S | re.M)
+    assert "div.s32" in changes.group(1)
+
+
 @needs_ptxas
 def test_each_copied_pointer_moves_on_just_before_its_copy():
     """The next value of a pipelined pointer is computed before the cp.async

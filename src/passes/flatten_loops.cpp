@@ -14,8 +14,8 @@
 // A persistent kernel's tiles then form one stream of iterations, so the
 // inner loop's loads are copied ahead across tile boundaries instead of the
 // pipeline draining and filling again at every tile (the outer loop's tile
-// offsets are functions of i, recomputed for each copied iteration). P's ops
-// that only E reads run inside E's branch. When the inner loop may run no
+// offsets are functions of i, recomputed for each copied iteration). E's
+// branch computes t and P again for itself. When the inner loop may run no
 // iteration, the outer loop runs without it instead.
 #include <unordered_set>
 
@@ -177,7 +177,7 @@ Op *buildFlatLoop(Builder &b, const Nest &nest, Value *nIn) {
       OpKind::Add, {inner.operand(0), in.create1(OpKind::Mul, {r, innerStepV}, ivType)}, ivType);
   Value *first = in.create1(OpKind::CmpEq, {r, zero}, Type::scalar(DType::I1));
   Value *last = in.create1(OpKind::CmpEq, {r, lastK}, Type::scalar(DType::I1));
-  for (size_t k = 0; k < nest.innerAt; ++k)
+  for (size_t k = 0; k < nest.innerAt; ++k) // what the inner loop reads
     if (nest.beforeForInner[k])
       cloneOp(*body.ops[k], fb, map);
   // Each inner value: its initial value at an outer iteration's first inner one.
@@ -201,14 +201,26 @@ Op *buildFlatLoop(Builder &b, const Nest &nest, Value *nIn) {
   std::vector<Type> outerTypes(types.begin(), types.begin() + (long)numOuter);
   Op *tail = in.create(OpKind::If, {last}, outerTypes, 2);
   Block &then = *tail->regions[0], &otherwise = *tail->regions[1];
+  // The epilogue computes the outer iteration and what comes before the
+  // inner loop again: what the body computes at every step then only feeds
+  // the inner loop (the copies a pipeline keeps ahead, which need none of it).
+  ValueMap tailMap;
+  for (size_t k = 0; k < numOuter; ++k)
+    tailMap[body.args[k + 1].get()] = map[body.args[k + 1].get()];
+  for (size_t k = 0; k < innerOut.size(); ++k)
+    tailMap[inner.result((int)k)] = innerOut[k];
+  Builder tb(&then);
+  tb.setLoc(outer.loc);
+  Value *tq = tb.create1(OpKind::IDiv, {i, nIn}, ivType);
+  tailMap[body.args[0].get()] = tb.create1(
+      OpKind::Add, {outer.operand(0), tb.create1(OpKind::Mul, {tq, outerStep}, ivType)}, ivType);
   for (size_t k = 0; k < nest.innerAt; ++k)
-    if (!nest.beforeForInner[k])
-      cloneOp(*body.ops[k], then, map);
+    cloneOp(*body.ops[k], then, tailMap);
   for (size_t k = nest.innerAt + 1; k + 1 < body.ops.size(); ++k)
-    cloneOp(*body.ops[k], then, map);
+    cloneOp(*body.ops[k], then, tailMap);
   std::vector<Value *> yielded;
   for (Value *v : body.terminator()->operands)
-    yielded.push_back(map.count(v) ? map[v] : v);
+    yielded.push_back(tailMap.count(v) ? tailMap[v] : v);
   Builder(&then).create(OpKind::Yield, yielded, {});
   std::vector<Value *> unchanged;
   for (size_t k = 0; k < numOuter; ++k)

@@ -427,6 +427,8 @@ bool isIdentity(const Value *v, OpKind kind) {
     return isF ? isFloatConst(v, 0.0) : isIntConst(v, 0);
   case OpKind::Mul:
     return isF ? isFloatConst(v, 1.0) : isIntConst(v, 1);
+  case OpKind::IDiv: // (on the right only: foldToValue asks the left for commutative ops)
+    return isIntConst(v, 1);
   case OpKind::And:
     return isIntConst(v, -1);
   case OpKind::Or:

@@ -34,8 +34,10 @@ const Pass kPipeline[] = {
     {"fold", foldConstants},
     {"dot-acc", foldDotAccumulate},
     {"licm", hoistLoopInvariants},
-    {"flatten", flattenLoops},
     {"cse", eliminateCommonSubexpressions},
+    // After CSE: the epilogue it puts in a branch computes the tile again,
+    // rather than reading what every iteration would then have to compute.
+    {"flatten", flattenLoops},
     {"dce", eliminateDeadCode},
 };
 
