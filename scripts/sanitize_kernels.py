@@ -1,5 +1,5 @@
 """The core kernels (vector add, softmax, matmul, layer norm, flash attention fp16 and
-fp8, an attention-backward loop) on
+fp8, an attention-backward loop, persistent matmuls) on
 the GPU, at odd sizes with masks, for compute-sanitizer to watch. Prints 'ok'
 when all match."""
 
@@ -94,5 +94,23 @@ cp = torch.empty(Mp, Np, device=dev, dtype=torch.float16)
 test_kernels.persistent_matmul_kernel[(3,)](ap, bp, cp, Mp, Np, Kp, BM=64, BN=64, BK=32,
                                             num_warps=4, num_stages=3)
 assert torch.allclose(cp.float(), ap.float() @ bp.float(), rtol=1e-2, atol=0.1)
+
+# flattened persistent matmuls (tl.range(flatten=True)): one pipeline across
+# tiles, pointer copies and TMA copies, the epilogue inside the loop
+Mf, Nf, Kf = 200, 136, 200
+af = torch.randn(Mf, Kf, device=dev, dtype=torch.float16)
+bf = torch.randn(Kf, Nf, device=dev, dtype=torch.float16)
+cf = torch.empty(Mf, Nf, device=dev, dtype=torch.float16)
+done = torch.empty(5, device=dev, dtype=torch.int32)
+test_kernels.flat_matmul_kernel[(5,)](af, bf, cf, done, Mf, Nf, Kf, 5, BM=64, BN=64, BK=32,
+                                      FLATTEN=True, num_warps=4, num_stages=3)
+assert torch.allclose(cf.float(), af.float() @ bf.float(), rtol=1e-2, atol=0.1)
+bt = bf.T.contiguous()
+for split in (False, True):
+    cf.zero_()
+    test_kernels.flat_descriptor_matmul_kernel[(3,)](af, bt, cf, Mf, Nf, Kf, BM=64, BN=64,
+                                                     BK=64, PROGRAMS=3, SPLIT=split,
+                                                     num_warps=4, num_stages=3)
+    assert torch.allclose(cf.float(), af.float() @ bf.float(), rtol=1e-2, atol=0.1)
 torch.cuda.synchronize()
 print("ok")
