@@ -1141,3 +1141,69 @@ def test_flattened_persistent_matmul_through_descriptors(rng, split):
                                                num_stages=3)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
+
+
+@tilec.jit
+def unrolled_loop_kernel(x_ptr, out_ptr, sums_ptr, lo, hi, step, FACTOR: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    """tl.range(loop_unroll_factor=): each iteration's store, and carried sums."""
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), tl.float32)
+    count = 0
+    for i in tl.range(lo, hi, step, loop_unroll_factor=FACTOR):
+        row = tl.load(x_ptr + i * BLOCK + offs)
+        total = total * 0.5 + row
+        count += i
+        tl.store(out_ptr + i * BLOCK + offs, row * i + total)
+    tl.store(sums_ptr + offs, total)
+    tl.store(sums_ptr + BLOCK, count)
+
+
+@pytest.mark.parametrize("factor", [1, 2, 3, 4])
+@pytest.mark.parametrize("lo,hi,step", [(0, 0, 1), (0, 1, 1), (1, 8, 1), (0, 9, 2), (9, 0, -2),
+                                        (2, 2 + 4 * 3, 3)])
+def test_unrolled_loop(rng, factor, lo, hi, step):
+    BLOCK, rows = 16, 12
+    x = nonzero(rng, (rows, BLOCK))
+    out = np.zeros((rows, BLOCK), np.float32)
+    sums = np.zeros(BLOCK + 1, np.float32)
+    unrolled_loop_kernel[(1,)](x, out, sums, lo, hi, step, FACTOR=factor, BLOCK=BLOCK)
+    ref, total, count = np.zeros_like(out), np.zeros(BLOCK, np.float32), 0
+    for i in range(lo, hi, step):
+        total = total * 0.5 + x[i]
+        count += i
+        ref[i] = x[i] * i + total
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    np.testing.assert_allclose(sums[:BLOCK], total, rtol=1e-6)
+    assert sums[BLOCK] == count
+
+
+@tilec.jit
+def unrolled_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr, FACTOR: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in tl.range(0, K, BK, loop_unroll_factor=FACTOR):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("K", [40, 96, 200])
+@pytest.mark.parametrize("factor", [2, 3])
+def test_unrolled_pipelined_matmul(rng, K, factor):
+    """An unrolled k loop: several copies of each load per iteration, all
+    pipelined; the iterations left run in a loop of their own."""
+    M, N = 72, 80
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (K, N), np.float16)
+    c = np.zeros((M, N), np.float32)
+    unrolled_matmul_kernel[(2, 2)](a, b, c, M, N, K, BM=64, BN=64, BK=32, FACTOR=factor,
+                                   num_warps=4, num_stages=3)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-2)

@@ -28,6 +28,20 @@ bool foldDotAccumulate(Function &fn);
 // of iterations (flatten_loops.cpp). Invalidates: value ids.
 bool flattenLoops(Function &fn);
 
+// Unrolls each for marked loop_unroll_factor=F > 1: F copies of the body per
+// iteration, then a loop over the iterations left (unroll_loops.cpp).
+// Invalidates: value ids.
+bool unrollLoops(Function &fn);
+
+// --- helpers of the loop passes (loops.cpp)
+
+// The value of scalar integer constant `v` (`known` says whether it is one).
+int64_t constantOf(const Value *v, bool &known);
+
+// The number of iterations of range(lb, ub, step), at least 0, built at the
+// end of `b`'s block in the induction variable's type.
+Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step);
+
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.
 bool eliminateDeadCode(Function &fn);

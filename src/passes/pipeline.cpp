@@ -25,6 +25,7 @@ const Pass kPasses[] = {
     {"licm", hoistLoopInvariants},
     {"dot-acc", foldDotAccumulate},
     {"flatten", flattenLoops},
+    {"unroll", unrollLoops},
 };
 
 // The pipeline, in order.
@@ -35,6 +36,7 @@ const Pass kPipeline[] = {
     {"dot-acc", foldDotAccumulate},
     {"licm", hoistLoopInvariants},
     {"cse", eliminateCommonSubexpressions},
+    {"unroll", unrollLoops},
     // After CSE: the epilogue it puts in a branch computes the tile again,
     // rather than reading what every iteration would then have to compute.
     {"flatten", flattenLoops},
@@ -60,7 +62,7 @@ const Pass &passNamed(const std::string &name) {
     if (name == pass.name)
       return pass;
   throw std::invalid_argument("unknown pass '" + name +
-                              "' (known: fold, cse, dce, licm, dot-acc, flatten)");
+                              "' (known: fold, cse, dce, licm, dot-acc, flatten, unroll)");
 }
 
 } // namespace

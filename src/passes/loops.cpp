@@ -1,0 +1,32 @@
+// What the loop passes (flatten, unroll) compute about a for loop.
+#include "passes/passes.h"
+
+namespace tilec {
+
+int64_t constantOf(const Value *v, bool &known) {
+  known = v->def && v->def->kind == OpKind::Constant && v->type.isScalar() &&
+          std::holds_alternative<int64_t>(*v->def->attr("value"));
+  return known ? v->def->intAttr("value") : 0;
+}
+
+Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step) {
+  Type t = lb->type;
+  bool known;
+  int64_t c = constantOf(step, known);
+  Value *span, *size;
+  if (known) {
+    span = c > 0 ? b.create1(OpKind::Sub, {ub, lb}, t) : b.create1(OpKind::Sub, {lb, ub}, t);
+    size = b.constInt(c > 0 ? c : -c, t);
+  } else { // a step of either sign: both ways round
+    Value *up = b.create1(OpKind::CmpGt, {step, b.constInt(0, t)}, Type::scalar(DType::I1));
+    span = b.create1(OpKind::Select,
+                     {up, b.create1(OpKind::Sub, {ub, lb}, t), b.create1(OpKind::Sub, {lb, ub}, t)},
+                     t);
+    size = b.create1(OpKind::Abs, {step}, t);
+  }
+  Value *most = b.create1(OpKind::Sub, {size, b.constInt(1, t)}, t);
+  Value *n = b.create1(OpKind::IDiv, {b.create1(OpKind::Add, {span, most}, t), size}, t);
+  return b.create1(OpKind::Max, {n, b.constInt(0, t)}, t);
+}
+
+} // namespace tilec
