@@ -1,7 +1,7 @@
 """One fp16 matmul (SIZE^3, default 4096, or M, N, K; CONFIG=BM,BN,BK,warps,stages,
 default 128x128x32 w8 s3; B_KMAJOR=1 for B as tutorial 09 passes it, the
 transpose of an [N, K] tensor) by tilec, or by Triton with IMPL=triton, for ncu
-to profile; also writes its cubin and PTX (matmul-IMPL.*) to $OUT for cuobjdump."""
+to profile; also writes its cubin and PTX (matmul_kernel-IMPL.*) to $OUT for cuobjdump."""
 
 import os
 import sys
@@ -36,8 +36,8 @@ for _ in range(3):
                                  num_stages=S)
 torch.cuda.synchronize()
 out = os.environ.get("OUT", "/tmp")
-open(os.path.join(out, f"matmul-{IMPL}.cubin"), "wb").write(kern.asm["cubin"])
-open(os.path.join(out, f"matmul-{IMPL}.ptx"), "w").write(kern.asm["ptx"])
+open(os.path.join(out, f"matmul_kernel-{IMPL}.cubin"), "wb").write(kern.asm["cubin"])
+open(os.path.join(out, f"matmul_kernel-{IMPL}.ptx"), "w").write(kern.asm["ptx"])
 print(IMPL, "regs", kern.n_regs, "shared", kern.metadata.shared)
 if not os.environ.get("NCU_PROFILING"):  # the run time, outside ncu
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -1,33 +1,4 @@
 #!/usr/bin/env bash
-# Builds tilec, then profiles one fp16 matmul (CONFIG=BM,BN,BK,warps,stages)
-# by tilec and by Triton with ncu (warp stalls, pipes, memory) and dumps each
-# one's SASS instruction mix. Logs in $OUT.
-set -uo pipefail
-OUT=${OUT:-/tmp/tilec-profile}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-export PYTHONPATH=/tmp/tilec-site PYTHONUNBUFFERED=1 TILEC_DISABLE_DISK_CACHE=1
-CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-deps \
-  --target /tmp/tilec-site . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-for IMPL in tilec triton; do
-  export IMPL
-  echo "== $IMPL"
-  python3 scripts/profile_matmul.py
-  cuobjdump -sass "$OUT/matmul-$IMPL.cubin" > "$OUT/matmul-$IMPL.sass"
-  echo "SASS instruction mix:"
-  grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z][A-Z0-9_.]+' "$OUT/matmul-$IMPL.sass" | awk '{print $2}' \
-    | sed 's/\..*//' | sort | uniq -c | sort -rn | head -22 | tr '\n' ' '; echo
-  NCU_PROFILING=1 ncu --launch-skip 2 --launch-count 1 -k regex:matmul --section WarpStateStats \
-    --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-    --section Occupancy --section SpeedOfLight python3 scripts/profile_matmul.py > "$OUT/ncu-$IMPL.log" 2>&1
-  grep -E "Issue|Pipe|Throughput|Occupancy|Registers|Block Limit|Eligible|Active Warps|Duration" "$OUT/ncu-$IMPL.log" | head -30
-  stalls=""
-  for r in barrier long_scoreboard short_scoreboard math_pipe_throttle mio_throttle wait \
-           not_selected dispatch_stall lg_throttle selected no_instruction branch_resolving \
-           imc_miss membar sleeping; do
-    stalls="$stalls,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
-  done
-  NCU_PROFILING=1 ncu --launch-skip 2 --launch-count 1 -k regex:matmul --metrics "${stalls#,}" \
-    python3 scripts/profile_matmul.py > "$OUT/stalls-$IMPL.log" 2>&1
-  grep -E "stalled" "$OUT/stalls-$IMPL.log" | awk '{print $1, $NF}' | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | tr '\n' ' '; echo
-done
+# Profiles one fp16 matmul by tilec and by Triton (scripts/profile_matmul.py:
+# CONFIG=BM,BN,BK,warps,stages, M, N, K, B_KMAJOR=1). Logs in $OUT.
+exec bash "$(dirname "$0")/profile.sh" "$(dirname "$0")/profile_matmul.py" matmul_kernel
