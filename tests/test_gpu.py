@@ -688,6 +688,23 @@ def test_a_flattened_loop_divides_only_when_the_tile_changes():
 
 
 @needs_ptxas
+def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
+    """Rows of m and Di at a carried offset (tutorial 06's backward): copied
+    with cp.async by one thread of those holding each element, stepped on by
+    the loop's own amount, read back from the stage; no ld.global in the loop."""
+    import test_kernels
+    sig = {n: "*fp16" for n in ("K", "V", "Q", "DO")}
+    sig.update({"M": "*fp32", "Di": "*fp32", "DK": "*fp32", "DV": "*fp32", "N": "i32"})
+    k = tilec.compile(test_kernels.dkdv_rows_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, constexprs={"D": 64, "BM": 32, "BN": 64},
+                      divisible_by_16=list(sig))
+    loop = loop_bodies(k.asm["ptx"])[-1]
+    assert "ld.global" not in loop
+    assert "cp.async.ca.shared.global" in loop  # the rows (4 or 8 bytes a copy)
+    assert "ld.shared" in loop
+
+
+@needs_ptxas
 def test_each_copied_pointer_moves_on_just_before_its_copy():
     """The next value of a pipelined pointer is computed before the cp.async
     that reads the current one: with every advance after all the copies,

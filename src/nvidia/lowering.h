@@ -83,6 +83,9 @@ struct PipelinedLoad {
   int64_t slotBytes = 0, offset = 0; // one stage's bytes; the first stage's place
   int bytes = 0, vec = 1; // element bytes; elements per copy
   TVal next;              // the (block) pointer of the next iteration to copy
+  // A load no dot reads (attention backward's m and D rows): copied into a
+  // row-major buffer in its own layout, each thread reading back what it copied.
+  bool value = false;
   std::string tensorMap;  // TMA copies: the generic address of the descriptor's tensor map
   bool block() const { return load->kind == OpKind::LoadBlock; }
 };
@@ -126,6 +129,9 @@ struct Pipeline {
     std::string q, r;                     // that iteration's q and r
   };
   std::unique_ptr<Flat> flat;
+  // The carried scalars the copies compute from, each stepped by a
+  // loop-invariant amount: (that amount, its value for the next iteration copied).
+  std::map<const Value *, std::pair<const Value *, std::string>> stepped;
   // Dots (wgmma, f32) whose accumulator the loop carries and reads again only
   // after a synchronous wgmma of the next iteration (attention's p @ v): they
   // run on while the loop goes on, accumulating straight into the carried

@@ -28,13 +28,28 @@ namespace {
 
 bool usedOnce(const UseCounts &counts, const Value *v) { return useCount(counts, v) == 1; }
 
+// The amount a loop adds to carried scalar `v` each iteration, when its
+// yield is v + (something loop-invariant); else null.
+const Value *carriedStep(const Block &body, const Value *v) {
+  if (v->owner != &body || v->index == 0)
+    return nullptr;
+  const Op *inc = body.terminator()->operand(v->index - 1)->def;
+  if (!inc || inc->kind != OpKind::Add || inc->parent != &body)
+    return nullptr;
+  const Value *step = inc->operand(0) == v ? inc->operand(1) : inc->operand(0);
+  bool adds = inc->operand(0) == v || inc->operand(1) == v;
+  return adds && !isDefinedIn(step, body) ? step : nullptr;
+}
+
 // The ops of `body` that `v` is computed from, in body order, when `v`
-// depends on the iteration only through the induction variable and through
-// cheap pure ops (ranges, splats, broadcasts, elementwise math), so that it
-// can be computed again for a later iteration. False otherwise.
+// depends on the iteration only through the induction variable, carried
+// scalars stepped by loop-invariant amounts (whose value for each copied
+// iteration the pipeline keeps) and cheap pure ops (ranges, splats,
+// broadcasts, elementwise math), so that it can be computed again for a later
+// iteration. False otherwise.
 bool inductionSlice(const Block &body, const Value *v, std::vector<const Op *> &slice) {
   if (v->owner == &body)
-    return v->index == 0; // the induction variable; not a carried value
+    return v->index == 0 || carriedStep(body, v);
   if (!isDefinedIn(v, body))
     return true; // loop-invariant
   const Op *def = v->def;
@@ -63,7 +78,7 @@ static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &count
   for (size_t k = 1; k < body.args.size(); ++k)
     if (body.args[k].get() == ptr)
       carried = (int)k - 1;
-  if (!ptr->type.isTensor() || ptr->type.rank() != 2)
+  if (!ptr->type.isTensor())
     return false;
   // A mask that changes with the iteration only through the induction
   // variable (rk < K - k * BLOCK_K) is computed again for the iteration copied.
@@ -84,19 +99,6 @@ static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &count
   s.carried = carried;
   s.delta = next->operand(1);
   return true;
-}
-
-// The amount a loop adds to carried scalar `v` each iteration, when its
-// yield is v + (something loop-invariant); else null.
-static const Value *carriedStep(const Block &body, const Value *v) {
-  if (v->owner != &body || v->index == 0)
-    return nullptr;
-  const Op *inc = body.terminator()->operand(v->index - 1)->def;
-  if (!inc || inc->kind != OpKind::Add || inc->parent != &body)
-    return nullptr;
-  const Value *step = inc->operand(0) == v ? inc->operand(1) : inc->operand(0);
-  bool adds = inc->operand(0) == v || inc->operand(1) == v;
-  return adds && !isDefinedIn(step, body) ? step : nullptr;
 }
 
 // How offset `v` (a scalar in loop `forOp`'s body) moves: its value in the
@@ -382,6 +384,58 @@ static void planFlat(Pipeline &p, const Op &forOp) {
   p.flat = std::move(flat);
 }
 
+// Adds to `p` the loads of the body that no dot reads, whose address (and
+// mask) can be computed ahead and whose threads each move whole vectors of 4
+// to 16 bytes: copied with the dots' operands, read back from the stage.
+static void addValueLoads(Lowering &L, const Op &forOp, const UseCounts &counts, Pipeline &p) {
+  const Block &body = *forOp.regions[0];
+  for (auto &opPtr : body.ops) {
+    const Op &load = *opPtr;
+    bool taken = std::any_of(p.loads.begin(), p.loads.end(),
+                             [&](const PipelinedLoad &l) { return l.load == &load; });
+    if (load.kind != OpKind::Load || taken || L.pipelinedLoads.count(&load) ||
+        !load.result()->type.isTensor())
+      continue;
+    PipelinedLoad l;
+    l.layout = L.layoutFor(load.result());
+    if (!l.layout || !pipelineable(forOp, load, counts, l))
+      continue;
+    const LinearLayout &lay = *l.layout;
+    int last = lay.rank() - 1;
+    DType d = load.result()->type.dtype;
+    l.bytes = dtypeBytes(d);
+    if (vectorDim(lay) != last || storageBytes(d) != l.bytes)
+      continue;
+    l.vec = std::min(contiguousRegisters(lay, last), 16 / l.bytes);
+    const Value *mask = load.operands.size() > 1 ? load.operand(1) : nullptr;
+    int proven = vectorWidth(L, load.operand(0), TVal{l.layout, {}}, d, mask);
+    int size = l.vec * l.bytes;
+    if (proven < l.vec || (size != 4 && size != 8 && size != 16))
+      continue;
+    l.value = true;
+    l.slotBytes = (load.result()->type.numel() * l.bytes + 127) / 128 * 128;
+    p.loads.push_back(std::move(l));
+  }
+}
+
+// The carried scalars the copies of `p` compute from (inductionSlice): kept
+// for the next iteration copied.
+static void findSteppedScalars(const Block &body, Pipeline &p) {
+  auto look = [&](const std::vector<const Op *> &slice) {
+    for (const Op *op : slice)
+      for (const Value *v : op->operands)
+        if (v->owner == &body && v->index > 0)
+          if (const Value *step = carriedStep(body, v))
+            p.stepped[v] = {step, ""};
+  };
+  for (const PipelinedLoad &l : p.loads) {
+    for (auto &[d, slice] : l.offsetSlices)
+      look(slice);
+    look(l.ptrSlice);
+    look(l.maskSlice);
+  }
+}
+
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                                                  const std::vector<TVal> &carried) {
   // tl.range(num_stages=) sets a loop's own, no more than the kernel's (which
@@ -470,8 +524,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
       ok &= useCount(counts, trans->result()) == dotUses(trans->result());
     ok &= useCount(counts, def->result()) == direct + (int)transes.size();
     PipelinedLoad l;
-    ok = ok && (def->kind == OpKind::LoadBlock ? blockPipelineable(forOp, *def, counts, l)
-                                               : pipelineable(forOp, *def, counts, l));
+    ok = ok && (def->kind == OpKind::LoadBlock
+                    ? blockPipelineable(forOp, *def, counts, l)
+                    : def->result()->type.rank() == 2 && pipelineable(forOp, *def, counts, l));
     if (!ok)
       continue;
     l.tile = tile;
@@ -499,6 +554,8 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     return nullptr;
   p->tma = std::all_of(p->loads.begin(), p->loads.end(),
                        [&](const PipelinedLoad &l) { return tmaCopyable(l); });
+  if (!p->tma) // (with TMA the loads no dot reads stay as written: its copies take tiles only)
+    addValueLoads(*this, forOp, counts, *p);
   // One dot whose operands are both copied, accumulating into an f32 the loop
   // carries through it alone, can stay asynchronous on the tensor cores.
   const Op &dot = *dots.front();
@@ -536,6 +593,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
+  findSteppedScalars(body, *p);
   planFlat(*p, forOp);
   // A carried pointer read only by its copied load and by its own advance,
   // which only the yield reads, and unused after the loop, is left alone.
@@ -552,6 +610,19 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     }
   }
   return p;
+}
+
+// Where register g's element of value load `l` lies in its row-major buffer
+// at `base` (`rebased`: each thread address moved there, by the caller's scope).
+static SharedAddr valueElement(Lowering &L, const PipelinedLoad &l, const std::string &base,
+                               int g, std::map<std::string, std::string> &rebased) {
+  SharedAddr e = L.sharedElement(l.layout, g, l.bytes, 0); // from the scratch's base
+  auto [it, fresh] = rebased.try_emplace(e.base);
+  if (fresh) {
+    std::string shift = L.opReg("sub.u32", RegClass::B32, {base, L.sharedBase()});
+    it->second = L.opReg("add.u32", RegClass::B32, {e.base, shift});
+  }
+  return {it->second, e.offset};
 }
 
 static void moveInto(Lowering &L, const std::string &dst, const std::string &src, RegClass rc) {
@@ -597,8 +668,14 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
     // A transposed tile: the same registers, read as the transposed tensor.
     const LinearLayout *inTile = l.transposed ? L.intern(transLayout(*lay, {1, 0})) : lay;
-    Lowering::TileThread th = L.tileThread(inTile, l.tile, l.bytes);
+    Lowering::TileThread th;
+    if (!l.value)
+      th = L.tileThread(inTile, l.tile, l.bytes);
     std::map<std::pair<std::string, int64_t>, std::string> cache;
+    std::map<std::string, std::string> rebased;
+    // A value's copies: one thread of those holding an element (a layout may
+    // repeat it across threads) copies it.
+    std::string owner = l.value ? L.ownerPredicate(lay) : "";
     // The carried pointers one iteration on (none when each copy computes its own).
     const bool advancing = !l.block() && l.ptrSlice.empty();
     TVal delta;
@@ -611,14 +688,16 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
                                                       l.delta->type.dtype,
                                                       l.load->result()->type.dtype));
       SharedAddr a =
-          L.tileAddress(slotBase, th, L.tileRegOffset(inTile, g, l.tile, l.bytes), cache);
+          l.value ? valueElement(L, l, slotBase, g, rebased)
+                  : L.tileAddress(slotBase, th, L.tileRegOffset(inTile, g, l.tile, l.bytes), cache);
       std::string ok = valid;
       if (!mask.regs.empty())
         ok = L.opReg("and.pred", RegClass::Pred, {ok, mask.regs[g]});
       int size = l.vec * l.bytes;
       std::string srcSize = L.opReg("selp.u32", RegClass::B32, {imm(size), "0", ok});
-      L.b.emit(std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global " +
-               a.str() + ", [" + ptr.regs[g] + "], " + imm(size) + ", " + srcSize);
+      L.b.emit((owner.empty() ? "" : "@" + owner + " ") + "cp.async." +
+               (size == 16 ? "cg" : "ca") + ".shared.global " + a.str() + ", [" + ptr.regs[g] +
+               "], " + imm(size) + ", " + srcSize);
     }
     for (auto &[reg, next] : moved)
       moveInto(L, reg, next, RegClass::B64);
@@ -626,8 +705,14 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
   L.b.emit("cp.async.commit_group");
 }
 
-// The block pointers the copies read, one iteration on (their offsets).
+// The block pointers the copies read, and the carried scalars they compute
+// from, one iteration on.
 static void advanceCopies(Lowering &L, Pipeline &p) {
+  for (auto &[arg, step] : p.stepped) {
+    std::string type = dtypeBits(arg->type.dtype) == 64 ? "s64" : "s32";
+    L.b.emit("add." + type + " " + step.second + ", " + step.second + ", " +
+             L.val(step.first).regs[0]);
+  }
   for (PipelinedLoad &l : p.loads) {
     if (l.block()) { // the offsets (after base, shape and strides) move by the deltas
       size_t rank = l.deltas.size();
@@ -680,6 +765,11 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
   }
   if (p.tma)
     initTmaBarriers(p);
+  for (auto &[arg, step] : p.stepped) { // the first iteration's: the initial value
+    RegClass rc = regClassOf(arg->type.dtype);
+    step.second = b.reg(rc);
+    moveInto(*this, step.second, carried[arg->index - 1].regs[0], rc);
+  }
   if (p.flat) { // the first iteration's outer one: q = r = 0 (registers the copies rewrite)
     p.flat->q = b.reg(RegClass::B32);
     p.flat->r = b.reg(RegClass::B32);
@@ -783,6 +873,16 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     std::string base =
         opReg("mad.lo.u32", RegClass::B32, {p.readSlot, imm(l.slotBytes), pipelineBase()});
     base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
+    if (l.value) { // each thread reads back its elements
+      std::map<std::string, std::string> rebased;
+      TVal v{l.layout, {}};
+      DType d = load.result()->type.dtype;
+      for (int g = 0; g < l.layout->numRegs(); g += l.vec)
+        for (const std::string &r : loadSharedRun(valueElement(*this, l, base, g, rebased), d, l.vec))
+          v.regs.push_back(r);
+      bind(load.result(), v);
+      continue;
+    }
     TVal resident;
     resident.sharedTile = base;
     bind(load.result(), resident);
@@ -791,10 +891,14 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
 
 TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, const Pipeline &p,
                        const std::string &iv, const LinearLayout *want) {
+  if (auto it = p.stepped.find(v); it != p.stepped.end())
+    return TVal{nullptr, {it->second.second}};
   if (slice.empty())
     return val(v);
   const Value *ivValue = p.ivValue;
   std::vector<const Value *> rebound{ivValue};
+  for (auto &[arg, step] : p.stepped)
+    rebound.push_back(arg);
   for (const Op *op : slice)
     rebound.push_back(op->result());
   const Pipeline::Flat *flat = p.flat.get();
@@ -810,6 +914,8 @@ TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, con
     saved.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
   }
   bind(ivValue, TVal{nullptr, {iv}});
+  for (auto &[arg, step] : p.stepped)
+    bind(arg, TVal{nullptr, {step.second}});
   enterRegion(); // no value recomputed for the current iteration may be reused
   if (flat) { // the outer iteration's values, as kept
     bind(flat->div->result(), TVal{nullptr, {flat->q}});
