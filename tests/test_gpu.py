@@ -854,6 +854,26 @@ def test_two_tma_stores_of_one_loop_wait_for_their_own_copies():
 
 
 @needs_ptxas
+def test_a_tma_store_outside_loops_has_no_tile_of_its_own():
+    """Attention's output store at the kernel's end: nothing runs while its
+    copy reads the tile, so it stages in the scratch and waits there; a tile
+    of its own would take 32 KiB at D=128 (one block per SM instead of two)."""
+    import test_kernels
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+           "N": "i32"}
+    k = tilec.compile(test_kernels.attn_descriptor_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=2,
+                      constexprs={"D": 128, "BM": 128, "BN": 64, "CAUSAL": False},
+                      divisible_by_16=["Q", "K", "V", "Out", "N"])
+    ptx = k.asm["ptx"]
+    store = ptx[ptx.index("// TMA store"):]
+    copy = store.index("cp.async.bulk.commit_group")
+    assert "cp.async.bulk.wait_group.read 0" in store[copy:store.index("ret;")]
+    # Q's resident tile and two stages of K and V, no tile for the store:
+    assert k.metadata.shared <= 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2 + 1024
+
+
+@needs_ptxas
 def test_tma_stores_give_their_tile_back_before_stages_go():
     """When stages and a tile of the store's own do not fit, the store stages
     its tile in the scratch and waits for its copy; the stages stay."""

@@ -314,8 +314,20 @@ void Lowering::emitReturn() {
   b.emit("ret");
 }
 
+// Whether `op` is in the body of a loop (a persistent kernel's epilogue).
+static bool insideLoop(const Op &op) {
+  for (const Block *block = op.parent; block && block->parent; block = block->parent->parent)
+    if (block->parent->kind == OpKind::For || block->parent->kind == OpKind::While)
+      return true;
+  return false;
+}
+
 std::string Lowering::deferredStaging(const Op &op, const SharedTile &tile) {
-  if (!opts.deferTmaStores || readBackMayMeet(op))
+  // Only a store in a loop gains: the loop goes on while the copy reads the
+  // tile. One outside waits before ret all the same, and its tile of its own
+  // would only take shared memory (attention's output tile at D=128: one block
+  // per SM instead of two).
+  if (!opts.deferTmaStores || readBackMayMeet(op) || !insideLoop(op))
     return "";
   auto it = storeStaging_.find(&op);
   if (it != storeStaging_.end())
