@@ -705,6 +705,22 @@ def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
 
 
 @needs_ptxas
+def test_an_else_branch_reading_an_asynchronous_accumulator_waits_for_it():
+    import re
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "snap_ptr": "*fp32", "M": "i32",
+           "N": "i32", "K": "i32", "SNAP": "i32"}
+    k = tilec.compile(test_kernels.carried_offsets_matmul_kernel, signature=sig,
+                      target="sm_90a", num_warps=4, num_stages=3,
+                      constexprs={"BM": 64, "BN": 64, "BK": 32, "CARRIED": False},
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "snap_ptr", "M", "N", "K"])
+    loop = loop_bodies(k.asm["ptx"])[0]
+    assert "wgmma.wait_group.sync.aligned 1;" in loop  # the dot runs on
+    other = re.search(r"^\$L_else_\d+:\n(.*)", loop, re.S | re.M).group(1)
+    assert other.lstrip().startswith("wgmma.wait_group.sync.aligned 0;")
+
+
+@needs_ptxas
 def test_each_copied_pointer_moves_on_just_before_its_copy():
     """The next value of a pipelined pointer is computed before the cp.async
     that reads the current one: with every advance after all the copies,

@@ -1258,3 +1258,41 @@ def test_dkdv_loop_with_row_loads_at_a_carried_offset(rng):
     ref_dk = f((pT * dpT).astype(np.float16)) @ f(q)
     np.testing.assert_allclose(dv, ref_dv, rtol=2e-2, atol=0.5)
     np.testing.assert_allclose(dk, ref_dk, rtol=2e-2, atol=0.5)
+
+
+# Review findings of the pipelining changes, kept as tests: a carried offset
+# tensor (not a scalar the copies can step), and a dot's accumulator read in an
+# else-branch after the dot (the dot runs on asynchronously in such loops).
+@tilec.jit
+def carried_offsets_matmul_kernel(a_ptr, b_ptr, c_ptr, snap_ptr, M, N, K, SNAP,
+                                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                                  CARRIED: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    carried = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        rk = carried if CARRIED else k + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rk[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=rk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        if k != SNAP:
+            pass
+        else:
+            tl.store(snap_ptr + rm[:, None] * N + rn[None, :], acc)
+        carried += BK
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_carried_offsets_and_an_accumulator_read_in_an_else_branch(rng, carried):
+    M, N, K, BK = 64, 64, 200, 32
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (K, N), np.float16)
+    c = np.zeros((M, N), np.float32)
+    snap = np.zeros((M, N), np.float32)
+    carried_offsets_matmul_kernel[(1,)](a, b, c, snap, M, N, K, 64, BM=M, BN=N, BK=BK,
+                                        CARRIED=carried, num_warps=4, num_stages=3)
+    f = lambda x: x.astype(np.float32)  # noqa: E731
+    np.testing.assert_allclose(c, f(a) @ f(b), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(snap, f(a[:, :96]) @ f(b[:96]), rtol=1e-3, atol=1e-2)

@@ -126,16 +126,30 @@ void Lowering::lowerFor(const Op &op) {
     bind(op.result((int)k), carried[k]);
 }
 
+// Where a region of `ifOp` reads what an asynchronous dot is still writing
+// (a flattened loop's epilogue), it first waits for the dot.
+void Lowering::waitForAsyncDotIn(const Op &ifOp, const Block &region) {
+  for (auto &[load, p] : pipelinedLoads) {
+    if (!p->drains.count(&ifOp))
+      continue;
+    bool reads = false;
+    walk(const_cast<Block &>(region), [&](Op *inner) {
+      for (const Value *v : inner->operands)
+        reads |= v == p->dot->result();
+    });
+    if (reads) {
+      b.emit("wgmma.wait_group.sync.aligned 0");
+      return;
+    }
+  }
+}
+
 void Lowering::lowerIf(const Op &op) {
   std::string cond = val(op.operand(0)).regs[0];
   std::string otherwise = b.newLabel("else"), end = b.newLabel("endif");
   b.emit("@!" + cond + " bra " + otherwise);
   enterRegion();
-  for (auto &[load, p] : pipelinedLoads)
-    if (p->drains.count(&op)) { // it reads what an asynchronous dot is writing
-      b.emit("wgmma.wait_group.sync.aligned 0");
-      break;
-    }
+  waitForAsyncDotIn(op, *op.regions[0]);
   lowerBlock(*op.regions[0]);
   const Op &thenYield = *op.regions[0]->terminator();
   std::vector<TVal> results;
@@ -150,6 +164,7 @@ void Lowering::lowerIf(const Op &op) {
   b.emit("bra.uni " + end);
   b.label(otherwise);
   enterRegion();
+  waitForAsyncDotIn(op, *op.regions[1]);
   lowerBlock(*op.regions[1]);
   parallelMove(*this, results, operandsFrom(*op.regions[1]->terminator(), 0));
   b.label(end);

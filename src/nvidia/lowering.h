@@ -454,6 +454,7 @@ public:
   const LinearLayout *preferredLayout(const Value *v, int depth = 0);
   void lowerFor(const Op &op);
   void lowerIf(const Op &op);
+  void waitForAsyncDotIn(const Op &ifOp, const Block &region);
   void lowerWhile(const Op &op);
   void lowerPrint(const Op &op);
   void lowerAssert(const Op &op);

@@ -31,8 +31,10 @@ bool usedOnce(const UseCounts &counts, const Value *v) { return useCount(counts,
 // The amount a loop adds to carried scalar `v` each iteration, when its
 // yield is v + (something loop-invariant); else null.
 const Value *carriedStep(const Block &body, const Value *v) {
-  if (v->owner != &body || v->index == 0)
-    return nullptr;
+  DType d = v->type.dtype;
+  if (v->owner != &body || v->index == 0 || !v->type.isScalar() ||
+      (d != DType::I32 && d != DType::I64))
+    return nullptr; // (the copies step a scalar i32 or i64 on with add.s32/s64)
   const Op *inc = body.terminator()->operand(v->index - 1)->def;
   if (!inc || inc->kind != OpKind::Add || inc->parent != &body)
     return nullptr;
@@ -313,15 +315,15 @@ static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
   return vec * l.bytes >= 4 && proven >= vec;
 }
 
-// Fills p.flat when the copies of loop `forOp` (from 0 by 1) compute from
-// q = iv / n, n loop-invariant: a flattened loop's outer iteration.
+// Fills p.flat when the copies of flattened loop `forOp` (from 0 by 1, marked
+// flat) compute from q = iv / n, n loop-invariant: its outer iteration.
 static void planFlat(Pipeline &p, const Op &forOp) {
   const Block &body = *forOp.regions[0];
   const Value *iv = body.args[0].get();
   const Op *lb = forOp.operand(0)->def, *step = forOp.operand(2)->def;
-  if (!lb || lb->kind != OpKind::Constant || lb->intAttr("value") != 0 || !step ||
-      step->intAttr("value") != 1)
-    return;
+  if (forOp.intAttr("flat") == 0 || !lb || lb->kind != OpKind::Constant ||
+      lb->intAttr("value") != 0 || !step || step->intAttr("value") != 1)
+    return; // (flatten_loops.cpp marks its loops: there n > 0)
   auto flat = std::make_unique<Pipeline::Flat>();
   for (auto &opPtr : body.ops) {
     const Op *op = opPtr.get();
@@ -389,12 +391,16 @@ static void planFlat(Pipeline &p, const Op &forOp) {
 // to 16 bytes: copied with the dots' operands, read back from the stage.
 static void addValueLoads(Lowering &L, const Op &forOp, const UseCounts &counts, Pipeline &p) {
   const Block &body = *forOp.regions[0];
+  bool writes = false; // a load copied ahead could miss what the loop writes before it runs
+  walk(const_cast<Block &>(body), [&](Op *op) { writes |= op->has(EFFECT); });
+  if (writes)
+    return;
   for (auto &opPtr : body.ops) {
     const Op &load = *opPtr;
     bool taken = std::any_of(p.loads.begin(), p.loads.end(),
                              [&](const PipelinedLoad &l) { return l.load == &load; });
     if (load.kind != OpKind::Load || taken || L.pipelinedLoads.count(&load) ||
-        !load.result()->type.isTensor())
+        !load.result()->type.isTensor() || load.intAttr("volatile") != 0)
       continue;
     PipelinedLoad l;
     l.layout = L.layoutFor(load.result());
@@ -562,7 +568,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   p->dot = &dot;
   const Op *reset = resetAccumulator(dot, counts);
   const Value *acc = reset ? reset->operand(2) : dot.operand(2);
-  p->asyncDot = dots.size() == 1 && p->loads.size() == 2 && wgmmaLayout(dot) &&
+  int operandLoads = (int)std::count_if(p->loads.begin(), p->loads.end(),
+                                        [](const PipelinedLoad &l) { return !l.value; });
+  p->asyncDot = dots.size() == 1 && operandLoads == 2 && wgmmaLayout(dot) &&
                 acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
                 body.terminator()->operand(acc->index - 1) == dot.result() &&
                 usedOnce(counts, acc) && readLaterOnlyInIfs(body, dot, counts, p->drains);

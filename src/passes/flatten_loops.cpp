@@ -47,7 +47,8 @@ bool flattenable(Op *outer, Nest &nest) {
   if (loops != 1 || nest.inner->kind != OpKind::For)
     return false;
   Op *inner = nest.inner;
-  if (inner->regions[0]->args[0]->type != body.args[0]->type)
+  DType iv = body.args[0]->type.dtype;
+  if ((iv != DType::I32 && iv != DType::I64) || inner->regions[0]->args[0]->type != body.args[0]->type)
     return false;
   for (int k = 0; k < 3; ++k)
     if (isDefinedIn(inner->operand(k), body))
@@ -127,8 +128,10 @@ Op *buildFlatLoop(Builder &b, const Nest &nest, Value *nIn) {
   for (auto &[name, value] : inner.attrs)
     flat->setAttr(name, value);
   for (auto &[name, value] : outer.attrs)
-    if (name != "flatten" && !inner.attr(name))
+    if (!inner.attr(name))
       flat->setAttr(name, value);
+  flat->setAttr("flatten", int64_t(0));
+  flat->setAttr("flat", int64_t(1)); // its body splits i into i / n_in and i % n_in, n_in > 0
   Block &fb = *flat->regions[0];
   Value *i = fb.addArg(ivType);
   ValueMap map;

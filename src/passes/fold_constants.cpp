@@ -315,8 +315,8 @@ std::optional<Attr> foldBitcast(const Op &op) {
   auto c = constOf(op.operand(0));
   DType from = op.operand(0)->type.dtype, to = op.result()->type.dtype;
   int bits = dtypeBits(from);
-  if (!c || (bits != 32 && bits != 64) || dtypeBits(to) != bits)
-    return std::nullopt;
+  if (!c || (bits != 32 && bits != 64) || dtypeBits(to) != bits || (c->isFloat && std::isnan(c->f)))
+    return std::nullopt; // (a NaN's payload does not survive the double a constant holds)
   uint64_t raw;
   if (c->isFloat && bits == 32) {
     float f = (float)c->f;
@@ -334,12 +334,12 @@ std::optional<Attr> foldBitcast(const Op &op) {
     uint32_t u = (uint32_t)raw;
     float f;
     std::memcpy(&f, &u, 4);
-    return Attr((double)f);
+    return std::isnan(f) ? std::nullopt : std::optional<Attr>((double)f);
   }
   if (to == DType::F64) {
     double f;
     std::memcpy(&f, &raw, 8);
-    return Attr(f);
+    return std::isnan(f) ? std::nullopt : std::optional<Attr>(f);
   }
   return std::nullopt;
 }

@@ -9,7 +9,7 @@ int64_t constantOf(const Value *v, bool &known) {
   return known ? v->def->intAttr("value") : 0;
 }
 
-Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step) {
+Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step) { // (signed types)
   Type t = lb->type;
   bool known;
   int64_t c = constantOf(step, known);

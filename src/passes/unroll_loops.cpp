@@ -83,6 +83,9 @@ bool unrollIn(Block &block) {
     for (auto &region : op->regions)
       changed |= unrollIn(*region);
     int64_t factor = op->kind == OpKind::For ? op->intAttr("loop_unroll_factor", 1) : 1;
+    DType iv = op->kind == OpKind::For ? op->regions[0]->args[0]->type.dtype : DType::I32;
+    if (iv != DType::I32 && iv != DType::I64)
+      factor = 1; // (tripCount counts signed; kernels' loops are i32 or i64)
     if (factor > 1) {
       k += unroll(block, k, factor) - 1; // the remainder loop, last of what replaced it
       changed = true;
