@@ -695,8 +695,8 @@ def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
     import test_kernels
     sig = {n: "*fp16" for n in ("K", "V", "Q", "DO")}
     sig.update({"M": "*fp32", "Di": "*fp32", "DK": "*fp32", "DV": "*fp32", "N": "i32"})
-    k = tilec.compile(test_kernels.dkdv_rows_kernel, signature=sig, target="sm_90a", num_warps=4,
-                      num_stages=3, constexprs={"D": 64, "BM": 32, "BN": 64},
+    k = tilec.compile(test_kernels.dkdv_loop_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, constexprs={"D": 64, "BM": 32, "BN": 64, "ROWS": True},
                       divisible_by_16=list(sig))
     loop = loop_bodies(k.asm["ptx"])[-1]
     assert "ld.global" not in loop
@@ -747,8 +747,8 @@ def test_loads_feeding_two_dots_are_pipelined_once():
     """q^T and do of attention backward's dk/dv loop each feed one dot as
     loaded and another transposed: one cp.async copy into a tile both read."""
     import test_kernels
-    sig = {"K": "*fp16", "V": "*fp16", "Q": "*fp16", "DO": "*fp16", "DK": "*fp32", "DV": "*fp32",
-           "N": "i32"}
+    sig = {"K": "*fp16", "V": "*fp16", "Q": "*fp16", "DO": "*fp16", "M": "*fp32", "Di": "*fp32",
+           "DK": "*fp32", "DV": "*fp32", "N": "i32"}
     k = tilec.compile(test_kernels.dkdv_loop_kernel, signature=sig, target="sm_90a", num_warps=4,
                       num_stages=3, constexprs={"D": 64, "BM": 32, "BN": 64},
                       divisible_by_16=["K", "V", "Q", "DO", "DK", "DV", "N"])

@@ -900,8 +900,10 @@ def test_flash_attention_fp8(rng, causal, BM, BN, N):
 # loaded and once transposed; both are copied once per step into a tile
 # both dots read.
 @tilec.jit
-def dkdv_loop_kernel(K, V, Q, DO, DK, DV, N, D: tl.constexpr, BM: tl.constexpr,
-                     BN: tl.constexpr):
+def dkdv_loop_kernel(K, V, Q, DO, M, Di, DK, DV, N, D: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr, ROWS: tl.constexpr = False):
+    """ROWS: as tutorial 06 writes it, rows of m and Di loaded at a carried
+    offset too (copied ahead with the operands, read back from the stage)."""
     rn = tl.arange(0, BN)
     rd = tl.arange(0, D)
     rm = tl.arange(0, BM)
@@ -911,13 +913,21 @@ def dkdv_loop_kernel(K, V, Q, DO, DK, DV, N, D: tl.constexpr, BM: tl.constexpr,
     dv = tl.zeros([BN, D], tl.float32)
     qT_ptrs = Q + rm[None, :] * D + rd[:, None]
     do_ptrs = DO + rm[:, None] * D + rd[None, :]
+    curr = 0
     for _ in range(0, N, BM):
         qT = tl.load(qT_ptrs)
-        pT = tl.math.exp2(tl.dot(k, qT) * 0.125)
+        offs = curr + rm
+        qkT = tl.dot(k, qT) * 0.125
+        if ROWS:
+            qkT -= tl.load(M + offs, mask=offs < N, other=0.0)[None, :]
+        pT = tl.math.exp2(qkT)
         do = tl.load(do_ptrs)
         dv += tl.dot(pT.to(tl.float16), do)
         dpT = tl.dot(v, tl.trans(do))
+        if ROWS:
+            dpT -= tl.load(Di + offs, mask=offs < N, other=0.0)[None, :]
         dk += tl.dot((pT * dpT).to(tl.float16), tl.trans(qT))
+        curr += BM
         qT_ptrs += BM * D
         do_ptrs += BM * D
     tl.store(DK + rn[:, None] * D + rd[None, :], dk)
@@ -929,7 +939,8 @@ def test_dkdv_loop_with_loads_feeding_two_dots(rng):
     k, v = (rng.standard_normal((BN, D)).astype(np.float16) * 0.5 for _ in range(2))
     q, do = (rng.standard_normal((N, D)).astype(np.float16) * 0.5 for _ in range(2))
     dk, dv = np.zeros((BN, D), np.float32), np.zeros((BN, D), np.float32)
-    dkdv_loop_kernel[(1,)](k, v, q, do, dk, dv, N, D=D, BM=BM, BN=BN, num_warps=4,
+    rows = np.zeros(N, np.float32)  # (not read)
+    dkdv_loop_kernel[(1,)](k, v, q, do, rows, rows, dk, dv, N, D=D, BM=BM, BN=BN, num_warps=4,
                            num_stages=3)
     f = lambda x: x.astype(np.float32)  # noqa: E731
     pT = np.exp2(f(k) @ f(q).T * 0.125)
@@ -1209,39 +1220,6 @@ def test_unrolled_pipelined_matmul(rng, K, factor):
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-2)
 
 
-# Attention backward's dk/dv loop as tutorial 06 writes it: besides the dot
-# operands, rows of m and Di loaded at a carried offset (copied ahead with the
-# operands, read back from the stage).
-@tilec.jit
-def dkdv_rows_kernel(K, V, Q, DO, M, Di, DK, DV, N, D: tl.constexpr, BM: tl.constexpr,
-                     BN: tl.constexpr):
-    rn = tl.arange(0, BN)
-    rd = tl.arange(0, D)
-    rm = tl.arange(0, BM)
-    k = tl.load(K + rn[:, None] * D + rd[None, :])
-    v = tl.load(V + rn[:, None] * D + rd[None, :])
-    dk = tl.zeros([BN, D], tl.float32)
-    dv = tl.zeros([BN, D], tl.float32)
-    qT_ptrs = Q + rm[None, :] * D + rd[:, None]
-    do_ptrs = DO + rm[:, None] * D + rd[None, :]
-    curr = 0
-    for _ in range(0, N, BM):
-        qT = tl.load(qT_ptrs)
-        offs = curr + rm
-        m = tl.load(M + offs, mask=offs < N, other=0.0)
-        pT = tl.math.exp2(tl.dot(k, qT) * 0.125 - m[None, :])
-        do = tl.load(do_ptrs)
-        dv += tl.dot(pT.to(tl.float16), do)
-        delta = tl.load(Di + offs, mask=offs < N, other=0.0)
-        dpT = tl.dot(v, tl.trans(do)) - delta[None, :]
-        dk += tl.dot((pT * dpT).to(tl.float16), tl.trans(qT))
-        curr += BM
-        qT_ptrs += BM * D
-        do_ptrs += BM * D
-    tl.store(DK + rn[:, None] * D + rd[None, :], dk)
-    tl.store(DV + rn[:, None] * D + rd[None, :], dv)
-
-
 def test_dkdv_loop_with_row_loads_at_a_carried_offset(rng):
     N, D, BM, BN = 96, 64, 32, 64
     k, v = (rng.standard_normal((BN, D)).astype(np.float16) * 0.5 for _ in range(2))
@@ -1249,8 +1227,8 @@ def test_dkdv_loop_with_row_loads_at_a_carried_offset(rng):
     m = rng.uniform(0.5, 2.0, N).astype(np.float32)
     di = rng.uniform(-1.0, 1.0, N).astype(np.float32)
     dk, dv = np.zeros((BN, D), np.float32), np.zeros((BN, D), np.float32)
-    dkdv_rows_kernel[(1,)](k, v, q, do, m, di, dk, dv, N, D=D, BM=BM, BN=BN, num_warps=4,
-                           num_stages=3)
+    dkdv_loop_kernel[(1,)](k, v, q, do, m, di, dk, dv, N, D=D, BM=BM, BN=BN, ROWS=True,
+                           num_warps=4, num_stages=3)
     f = lambda x: x.astype(np.float32)  # noqa: E731
     pT = np.exp2(f(k) @ f(q).T * 0.125 - m[None, :])
     ref_dv = f(pT.astype(np.float16)) @ f(do)

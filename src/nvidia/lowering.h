@@ -415,6 +415,11 @@ public:
   // A flattened loop's pipeline (Pipeline::Flat): computes the kept values for
   // q (into fresh registers the first time); steps q and r on one iteration.
   void keepTileValues(Pipeline &p, bool fresh);
+  // The bindings of `vs` as they are (none: nullopt), and putting them back:
+  // around lowering ops again for another iteration (valueAt, keepTileValues).
+  std::vector<std::optional<TVal>> bindingsOf(const std::vector<const Value *> &vs) const;
+  void restoreBindings(const std::vector<const Value *> &vs,
+                       const std::vector<std::optional<TVal>> &saved);
   void stepFlat(Pipeline &p);
   // `v` as it is at another iteration, in layout `want` where it can be
   // recomputed there: the ops of `slice` (v's computation in the loop body)

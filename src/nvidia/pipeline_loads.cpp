@@ -811,16 +811,31 @@ static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
     L.stepFlat(p);
 }
 
+std::vector<std::optional<TVal>> Lowering::bindingsOf(const std::vector<const Value *> &vs) const {
+  std::vector<std::optional<TVal>> out;
+  for (const Value *v : vs) {
+    auto it = values_.find(v);
+    out.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
+  }
+  return out;
+}
+
+void Lowering::restoreBindings(const std::vector<const Value *> &vs,
+                               const std::vector<std::optional<TVal>> &saved) {
+  for (size_t k = 0; k < vs.size(); ++k) {
+    if (saved[k])
+      values_[vs[k]] = *saved[k];
+    else
+      values_.erase(vs[k]);
+  }
+}
+
 void Lowering::keepTileValues(Pipeline &p, bool fresh) {
   Pipeline::Flat &f = *p.flat;
   std::vector<const Value *> rebound{f.div->result()};
   for (const Op *op : f.tileOps)
     rebound.push_back(op->result());
-  std::vector<std::optional<TVal>> saved;
-  for (const Value *r : rebound) {
-    auto it = values_.find(r);
-    saved.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
-  }
+  std::vector<std::optional<TVal>> saved = bindingsOf(rebound);
   bind(f.div->result(), TVal{nullptr, {f.q}});
   enterRegion();
   for (const Op *op : f.tileOps)
@@ -834,12 +849,7 @@ void Lowering::keepTileValues(Pipeline &p, bool fresh) {
     }
     moveInto(*this, f.values[k].regs[0], v.regs[0], rc);
   }
-  for (size_t k = 0; k < rebound.size(); ++k) {
-    if (saved[k])
-      values_[rebound[k]] = *saved[k];
-    else
-      values_.erase(rebound[k]);
-  }
+  restoreBindings(rebound, saved);
   enterRegion();
 }
 
@@ -916,11 +926,7 @@ TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, con
       rebound.push_back(flat->rem->result());
     rebound.insert(rebound.end(), flat->kept.begin(), flat->kept.end());
   }
-  std::vector<std::optional<TVal>> saved;
-  for (const Value *r : rebound) {
-    auto it = values_.find(r);
-    saved.push_back(it == values_.end() ? std::nullopt : std::optional<TVal>(it->second));
-  }
+  std::vector<std::optional<TVal>> saved = bindingsOf(rebound);
   bind(ivValue, TVal{nullptr, {iv}});
   for (auto &[arg, step] : p.stepped)
     bind(arg, TVal{nullptr, {step.second}});
@@ -946,12 +952,7 @@ TVal Lowering::valueAt(const Value *v, const std::vector<const Op *> &slice, con
       values_.erase(op->result()); // recomputed by materialize, for this iteration
   }
   TVal out = direct ? materialize(v, want) : val(v);
-  for (size_t k = 0; k < rebound.size(); ++k) {
-    if (saved[k])
-      values_[rebound[k]] = *saved[k];
-    else
-      values_.erase(rebound[k]);
-  }
+  restoreBindings(rebound, saved);
   enterRegion();
   return out;
 }

@@ -88,15 +88,6 @@ bool flattenable(Op *outer, Nest &nest) {
   return true;
 }
 
-// Moves every op of `block` from `at` on into a new vector.
-std::vector<std::unique_ptr<Op>> takeFrom(Block &block, size_t at) {
-  std::vector<std::unique_ptr<Op>> out;
-  for (size_t k = at; k < block.ops.size(); ++k)
-    out.push_back(std::move(block.ops[k]));
-  block.ops.resize(at);
-  return out;
-}
-
 // Builds the flattened loop at the end of `b`'s block; returns it.
 Op *buildFlatLoop(Builder &b, const Nest &nest, Value *nIn) {
   const Op &outer = *nest.outer, &inner = *nest.inner;
@@ -237,16 +228,10 @@ Op *buildWithoutInner(Builder &b, const Nest &nest) {
   return copy;
 }
 
-void flatten(Nest &nest) {
-  Op *outer = nest.outer;
-  Block &parent = *outer->parent;
-  size_t at = 0;
-  while (parent.ops[at].get() != outer)
-    ++at;
-  std::vector<std::unique_ptr<Op>> after = takeFrom(parent, at); // the outer loop and what follows
-  Builder b(&parent);
-  b.setLoc(outer->loc);
-  const Op &inner = *nest.inner;
+// Appends the flattened loop (versioned on the inner loop running) in place
+// of the outer one; returns the values that stand for the outer loop's results.
+std::vector<Value *> flatten(Builder &b, const Nest &nest) {
+  const Op &outer = *nest.outer, &inner = *nest.inner;
   Value *nIn = tripCount(b, inner.operand(0), inner.operand(1), inner.operand(2));
   bool loKnown, hiKnown, stepKnown;
   int64_t lo = constantOf(inner.operand(0), loKnown), hi = constantOf(inner.operand(1), hiKnown);
@@ -255,33 +240,27 @@ void flatten(Nest &nest) {
   std::vector<Value *> results;
   if (runs) {
     Op *flat = buildFlatLoop(b, nest, nIn);
-    for (size_t k = 0; k < outer->results.size(); ++k)
+    for (size_t k = 0; k < outer.results.size(); ++k)
       results.push_back(flat->result((int)k));
-  } else {
-    std::vector<Type> types;
-    for (auto &r : outer->results)
-      types.push_back(r->type);
-    Value *some = b.create1(OpKind::CmpGt, {nIn, b.constInt(0, nIn->type)}, Type::scalar(DType::I1));
-    Op *choice = b.create(OpKind::If, {some}, types, 2);
-    for (int side = 0; side < 2; ++side) {
-      Builder rb(choice->regions[side].get());
-      rb.setLoc(outer->loc);
-      Op *loop = side == 0 ? buildFlatLoop(rb, nest, nIn) : buildWithoutInner(rb, nest);
-      std::vector<Value *> out;
-      for (size_t k = 0; k < outer->results.size(); ++k)
-        out.push_back(loop->result((int)k));
-      rb.create(OpKind::Yield, out, {});
-    }
-    for (auto &r : choice->results)
-      results.push_back(r.get());
+    return results;
   }
-  for (size_t k = 1; k < after.size(); ++k) {
-    after[k]->parent = &parent;
-    parent.ops.push_back(std::move(after[k]));
+  std::vector<Type> types;
+  for (auto &r : outer.results)
+    types.push_back(r->type);
+  Value *some = b.create1(OpKind::CmpGt, {nIn, b.constInt(0, nIn->type)}, Type::scalar(DType::I1));
+  Op *choice = b.create(OpKind::If, {some}, types, 2);
+  for (int side = 0; side < 2; ++side) {
+    Builder rb(choice->regions[side].get());
+    rb.setLoc(outer.loc);
+    Op *loop = side == 0 ? buildFlatLoop(rb, nest, nIn) : buildWithoutInner(rb, nest);
+    std::vector<Value *> out;
+    for (size_t k = 0; k < outer.results.size(); ++k)
+      out.push_back(loop->result((int)k));
+    rb.create(OpKind::Yield, out, {});
   }
-  for (size_t k = 0; k < results.size(); ++k)
-    replaceAllUses(parent, outer->result((int)k), results[k]);
-  // `after[0]`, the outer loop, is dropped here.
+  for (auto &r : choice->results)
+    results.push_back(r.get());
+  return results;
 }
 
 bool flattenIn(Block &block) {
@@ -292,9 +271,14 @@ bool flattenIn(Block &block) {
       changed |= flattenIn(*region);
     Nest nest;
     if (op->kind == OpKind::For && op->intAttr("flatten") != 0 && flattenable(op, nest)) {
-      size_t before = block.ops.size();
-      flatten(nest);
-      k += block.ops.size() - before; // past what replaced the loop
+      std::unique_ptr<Op> outer; // alive until its results' uses are replaced
+      std::vector<Value *> results;
+      k += replaceOp(block, k, [&](Builder &b, std::unique_ptr<Op> taken) {
+             outer = std::move(taken);
+             results = flatten(b, nest);
+           }) - 1; // the last of what replaced the loop
+      for (size_t r = 0; r < results.size(); ++r)
+        replaceAllUses(block, outer->result((int)r), results[r]);
       changed = true;
     }
   }

@@ -1,4 +1,5 @@
-// What the loop passes (flatten, unroll) compute about a for loop.
+// What the loop passes (flatten, unroll) compute about a for loop, and how
+// they put their loops in its place.
 #include "passes/passes.h"
 
 namespace tilec {
@@ -27,6 +28,22 @@ Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step) { // (signed typ
   Value *most = b.create1(OpKind::Sub, {size, b.constInt(1, t)}, t);
   Value *n = b.create1(OpKind::IDiv, {b.create1(OpKind::Add, {span, most}, t), size}, t);
   return b.create1(OpKind::Max, {n, b.constInt(0, t)}, t);
+}
+
+size_t replaceOp(Block &block, size_t at,
+                 const std::function<void(Builder &, std::unique_ptr<Op>)> &build) {
+  std::unique_ptr<Op> op = std::move(block.ops[at]);
+  std::vector<std::unique_ptr<Op>> after;
+  for (size_t k = at + 1; k < block.ops.size(); ++k)
+    after.push_back(std::move(block.ops[k]));
+  block.ops.resize(at);
+  Builder b(&block);
+  b.setLoc(op->loc);
+  build(b, std::move(op));
+  size_t replaced = block.ops.size() - at;
+  for (auto &moved : after)
+    block.ops.push_back(std::move(moved));
+  return replaced;
 }
 
 } // namespace tilec

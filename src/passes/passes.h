@@ -2,6 +2,8 @@
 // whether it changed anything.
 #pragma once
 
+#include <functional>
+
 #include "ir/ir.h"
 
 namespace tilec {
@@ -41,6 +43,12 @@ int64_t constantOf(const Value *v, bool &known);
 // The number of iterations of range(lb, ub, step), at least 0, built at the
 // end of `b`'s block in the induction variable's type.
 Value *tripCount(Builder &b, Value *lb, Value *ub, Value *step);
+
+// Replaces block.ops[at] with the ops `build` appends through the builder it
+// is given, at that place; `build` gets the op (to read, or to put back
+// itself). Returns how many ops now stand where it stood.
+size_t replaceOp(Block &block, size_t at,
+                 const std::function<void(Builder &, std::unique_ptr<Op>)> &build);
 
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.

@@ -14,15 +14,8 @@ namespace {
 
 using ValueMap = std::unordered_map<const Value *, Value *>;
 
-// Replaces the loop at `block.ops[at]`; returns how many ops replace it.
-size_t unroll(Block &block, size_t at, int64_t factor) {
-  std::unique_ptr<Op> loop = std::move(block.ops[at]);
-  std::vector<std::unique_ptr<Op>> after;
-  for (size_t k = at + 1; k < block.ops.size(); ++k)
-    after.push_back(std::move(block.ops[k]));
-  block.ops.resize(at);
-  Builder b(&block);
-  b.setLoc(loop->loc);
+// Appends the unrolled loop, then `loop` itself for the iterations left.
+void unroll(Builder &b, std::unique_ptr<Op> loop, int64_t factor) {
   Value *lb = loop->operand(0), *ub = loop->operand(1), *step = loop->operand(2);
   const Block &body = *loop->regions[0];
   Type t = lb->type;
@@ -68,12 +61,8 @@ size_t unroll(Block &block, size_t at, int64_t factor) {
     loop->operands[3 + k] = main->result((int)k);
   loop->setAttr("loop_unroll_factor", int64_t(1));
   loop->setAttr("num_stages", int64_t(1));
-  loop->parent = &block;
-  block.ops.push_back(std::move(loop));
-  size_t replaced = block.ops.size() - at;
-  for (auto &op : after)
-    block.ops.push_back(std::move(op));
-  return replaced;
+  loop->parent = b.block();
+  b.block()->ops.push_back(std::move(loop));
 }
 
 bool unrollIn(Block &block) {
@@ -87,7 +76,9 @@ bool unrollIn(Block &block) {
     if (iv != DType::I32 && iv != DType::I64)
       factor = 1; // (tripCount counts signed; kernels' loops are i32 or i64)
     if (factor > 1) {
-      k += unroll(block, k, factor) - 1; // the remainder loop, last of what replaced it
+      k += replaceOp(block, k, [&](Builder &b, std::unique_ptr<Op> loop) {
+             unroll(b, std::move(loop), factor);
+           }) - 1; // the remainder loop, last of what replaced it
       changed = true;
     }
   }
