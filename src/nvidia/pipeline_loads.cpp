@@ -315,6 +315,19 @@ static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
   return vec * l.bytes >= 4 && proven >= vec;
 }
 
+// Calls fn(slice, value) for each value the copies of `p` compute again for
+// the iteration they copy (an offset, a pointer tensor, a mask) and its slice.
+template <typename F> static void forEachCopySlice(const Pipeline &p, F fn) {
+  for (const PipelinedLoad &l : p.loads) {
+    for (auto &[d, slice] : l.offsetSlices)
+      fn(slice, l.load->operand(0)->def->operand(1 + d));
+    if (!l.ptrSlice.empty())
+      fn(l.ptrSlice, l.load->operand(0));
+    if (!l.maskSlice.empty())
+      fn(l.maskSlice, l.load->operand(1));
+  }
+}
+
 // Fills p.flat when the copies of flattened loop `forOp` (from 0 by 1, marked
 // flat) compute from q = iv / n, n loop-invariant: its outer iteration.
 static void planFlat(Pipeline &p, const Op &forOp) {
@@ -341,18 +354,10 @@ static void planFlat(Pipeline &p, const Op &forOp) {
   // The copies' ops, and the values they copy at (or mask or point with).
   std::set<const Op *> sliceOps;
   std::vector<const Value *> roots;
-  for (const PipelinedLoad &l : p.loads) {
-    for (auto &[d, slice] : l.offsetSlices) {
-      sliceOps.insert(slice.begin(), slice.end());
-      roots.push_back(l.load->operand(0)->def->operand(1 + d));
-    }
-    sliceOps.insert(l.ptrSlice.begin(), l.ptrSlice.end());
-    sliceOps.insert(l.maskSlice.begin(), l.maskSlice.end());
-    if (!l.ptrSlice.empty())
-      roots.push_back(l.load->operand(0));
-    if (!l.maskSlice.empty())
-      roots.push_back(l.load->operand(1));
-  }
+  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *root) {
+    sliceOps.insert(slice.begin(), slice.end());
+    roots.push_back(root);
+  });
   if (!sliceOps.count(flat->div))
     return; // the copies do not depend on the outer iteration
   std::set<const Value *> fromQ{flat->div->result()};
@@ -427,19 +432,13 @@ static void addValueLoads(Lowering &L, const Op &forOp, const UseCounts &counts,
 // The carried scalars the copies of `p` compute from (inductionSlice): kept
 // for the next iteration copied.
 static void findSteppedScalars(const Block &body, Pipeline &p) {
-  auto look = [&](const std::vector<const Op *> &slice) {
+  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *) {
     for (const Op *op : slice)
       for (const Value *v : op->operands)
         if (v->owner == &body && v->index > 0)
           if (const Value *step = carriedStep(body, v))
             p.stepped[v] = {step, ""};
-  };
-  for (const PipelinedLoad &l : p.loads) {
-    for (auto &[d, slice] : l.offsetSlices)
-      look(slice);
-    look(l.ptrSlice);
-    look(l.maskSlice);
-  }
+  });
 }
 
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
