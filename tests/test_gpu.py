@@ -756,6 +756,9 @@ def test_loads_feeding_two_dots_are_pipelined_once():
     assert body.count("cp.async.cg.shared.global") == 4  # 2 tiles of 32x64 fp16, 128 threads
     assert "ld.global" not in body and "st.shared" not in body and "ld.shared" not in body
     assert body.count("wgmma.mma_async") >= 4
+    # dv and dk accumulate in place: their dots run on (the next synchronous
+    # dot's wait covers them); only qk^T and dp^T, read at once, are waited for.
+    assert body.count("wgmma.wait_group.sync.aligned 0;") == 2
 
 
 @needs_ptxas
@@ -1067,3 +1070,27 @@ def test_hints_let_loads_be_vectors():
                                                      "rows_ptr": "*i32"},
                       constexprs={"BM": 16, "BN": 64}, target="sm_90a", num_warps=4)
     assert "ld.global.v4.b32" in k.asm["ptx"] or "ld.global.v4.f32" in k.asm["ptx"]
+
+
+@needs_ptxas
+def test_16_bit_accumulators_go_to_shared_memory_by_whole_matrices():
+    """A matmul's f16 epilogue stores its accumulator with stmatrix (16
+    instructions for 128x128 at 4 warps, not 64 st.shared of two halves);
+    a transposed one goes by transposed matrices (stmatrix.trans), and a
+    loaded tile comes to the accumulator's layout by ldmatrix."""
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+           "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"}
+    k = tilec.compile(test_kernels.matmul_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+    ptx = k.asm["ptx"]
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
+    epilogue = ptx[ptx.index("stmatrix"):]
+    assert "st.shared" not in epilogue
+    sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "x_ptr", "d_ptr", "c_ptr", "pt_ptr")}
+    k = tilec.compile(test_kernels.dot_of_a_dot_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, constexprs={"M": 64, "N": 64, "K": 64, "P_IS_B": False})
+    assert "mma.sync" not in k.asm["ptx"]  # wgmma: ldmatrix only converts
+    assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in k.asm["ptx"]
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in k.asm["ptx"]  # x, to the accumulator's layout

@@ -204,6 +204,53 @@ def test_dot_ieee_with_acc(rng):
 
 
 @tilec.jit
+def dot_of_a_dot_kernel(a_ptr, b_ptr, x_ptr, d_ptr, c_ptr, pt_ptr, M: tl.constexpr,
+                        N: tl.constexpr, K: tl.constexpr, P_IS_B: tl.constexpr):
+    m = tl.arange(0, M)
+    n = tl.arange(0, N)
+    k = tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    x = tl.load(x_ptr + m[:, None] * N + n[None, :])  # to the accumulator's layout
+    p = tl.dot(a, b).to(a.dtype) * x  # M x N, in the accumulator's layout
+    tl.store(pt_ptr + n[:, None] * M + m[None, :], tl.trans(p))
+    if P_IS_B:
+        d = tl.load(d_ptr + m[:, None] * K + k[None, :])
+        c = tl.dot(tl.trans(d), p)  # K x N
+        tl.store(c_ptr + k[:, None] * N + n[None, :], c.to(a.dtype))
+    else:
+        d = tl.load(d_ptr + n[:, None] * K + k[None, :])
+        c = tl.dot(p, d)  # M x K
+        tl.store(c_ptr + m[:, None] * K + k[None, :], c.to(a.dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("p_is_b", [False, True])
+@pytest.mark.parametrize("M,N,K,warps", [(64, 64, 32, 4), (128, 64, 64, 4), (64, 32, 16, 4),
+                                         (128, 128, 64, 8), (16, 16, 16, 1)])
+def test_a_dot_of_a_dot_result(rng, dtype, p_is_b, M, N, K, warps):
+    """A 16-bit dot result fed to another dot as either operand, and stored
+    transposed: on sm_90 the accumulator's fragments go to shared memory by
+    whole 8x8 matrices (stmatrix; .trans for the transposed store), in groups
+    of 1, 2 or 4; a loaded tile comes to the accumulator's layout by ldmatrix."""
+    torch = pytest.importorskip("torch")
+    dt = getattr(torch, dtype)
+    a = torch.from_numpy(nonzero(rng, (M, K), low=0.25, high=1.0)).to(dt)
+    b = torch.from_numpy(nonzero(rng, (K, N), low=0.25, high=1.0)).to(dt)
+    x = torch.from_numpy(nonzero(rng, (M, N), low=0.5, high=1.0)).to(dt)
+    d = torch.from_numpy(nonzero(rng, (M, K) if p_is_b else (N, K), low=0.25, high=1.0)).to(dt)
+    c = torch.zeros((K, N) if p_is_b else (M, K), dtype=dt)
+    pt = torch.zeros((N, M), dtype=dt)
+    dot_of_a_dot_kernel[(1,)](a, b, x, d, c, pt, M=M, N=N, K=K, P_IS_B=p_is_b,
+                              num_warps=warps)
+    p = ((a.double() @ b.double()).to(dt).double() * x.double()).to(dt).double()
+    np.testing.assert_allclose(pt.double().numpy(), p.T.numpy(), rtol=1e-2, atol=1e-2)
+    ref = d.double().T @ p if p_is_b else p @ d.double()
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3
+    np.testing.assert_allclose(c.double().numpy(), ref.numpy(), rtol=tol, atol=tol * N)
+
+
+@tilec.jit
 def layer_norm_fwd(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, N, eps,
                    BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -934,14 +981,16 @@ def dkdv_loop_kernel(K, V, Q, DO, M, Di, DK, DV, N, D: tl.constexpr, BM: tl.cons
     tl.store(DV + rn[:, None] * D + rd[None, :], dv)
 
 
-def test_dkdv_loop_with_loads_feeding_two_dots(rng):
-    N, D, BM, BN = 96, 64, 32, 64
+@pytest.mark.parametrize("N,BN,warps", [(96, 64, 4), (160, 128, 8)])
+def test_dkdv_loop_with_loads_feeding_two_dots(rng, N, BN, warps):
+    """dk and dv accumulate by dots that run on past the iteration (on sm_90)."""
+    D, BM = 64, 32
     k, v = (rng.standard_normal((BN, D)).astype(np.float16) * 0.5 for _ in range(2))
     q, do = (rng.standard_normal((N, D)).astype(np.float16) * 0.5 for _ in range(2))
     dk, dv = np.zeros((BN, D), np.float32), np.zeros((BN, D), np.float32)
     rows = np.zeros(N, np.float32)  # (not read)
-    dkdv_loop_kernel[(1,)](k, v, q, do, rows, rows, dk, dv, N, D=D, BM=BM, BN=BN, num_warps=4,
-                           num_stages=3)
+    dkdv_loop_kernel[(1,)](k, v, q, do, rows, rows, dk, dv, N, D=D, BM=BM, BN=BN,
+                           num_warps=warps, num_stages=3)
     f = lambda x: x.astype(np.float32)  # noqa: E731
     pT = np.exp2(f(k) @ f(q).T * 0.125)
     ref_dv = f(pT.astype(np.float16)) @ f(do)

@@ -379,6 +379,83 @@ std::optional<SharedTile> Lowering::conversionTile(const LinearLayout &from, DTy
   return sharedTile(from.shape[0], from.shape[1] * bytes);
 }
 
+// An 8x8 matrix of 16-bit elements, as stmatrix and ldmatrix move it: lane
+// 4i + j holds elements 2j and 2j + 1 (register bit 0) of row i, and gives
+// the address of row (lane % 8) of matrix lane / 8, 16 contiguous bytes. In
+// the transposed form the lane's pair runs down a column instead. Every other
+// basis must move by whole matrices, so that a row stays one 16-byte chunk
+// of the tile.
+std::optional<Lowering::MatrixAccess> Lowering::matrixAccess(const LinearLayout &l, DType d) {
+  if (l.rank() != 2 || regClassOf(d) != RegClass::B16 || storageBytes(d) != 2 ||
+      l.regs.empty() || l.lanes.size() != 5)
+    return std::nullopt;
+  const std::vector<Coords> rowMajor = {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}};
+  const std::vector<Coords> colMajor = {{2, 0}, {4, 0}, {0, 1}, {0, 2}, {0, 4}};
+  bool trans;
+  if (l.regs[0] == Coords{0, 1} && l.lanes == rowMajor)
+    trans = false;
+  else if (l.regs[0] == Coords{1, 0} && l.lanes == colMajor)
+    trans = true;
+  else
+    return std::nullopt;
+  auto whole = [](const Coords &c) { return (c[0] & 7) == 0 && (c[1] & 7) == 0; };
+  size_t k = 0; // register bits that pick the matrix
+  while (k < 2 && 1 + k < l.regs.size() && whole(l.regs[1 + k]) &&
+         l.regs[1 + k] != Coords{0, 0})
+    ++k;
+  LinearLayout rows{l.shape, {}, {{1, 0}, {2, 0}, {4, 0}, {0, 0}, {0, 0}}, l.warps};
+  for (size_t i = 0; i < k; ++i)
+    rows.lanes[3 + i] = l.regs[1 + i];
+  rows.regs.assign(l.regs.begin() + 1 + k, l.regs.end());
+  for (const std::vector<Coords> *bases : {&rows.regs, &rows.warps})
+    for (const Coords &c : *bases)
+      if (!whole(c))
+        return std::nullopt;
+  return MatrixAccess{intern(rows), 1 << k, trans};
+}
+
+static std::string matrixShape(const Lowering::MatrixAccess &m) {
+  return ".sync.aligned.m8n8.x" + std::to_string(m.count) + (m.trans ? ".trans" : "") +
+         ".shared.b16 ";
+}
+
+// Registers `regs` (in the order of the layout matrixAccess read) into `tile` at `base`.
+void Lowering::storeMatrices(const std::string &base, const SharedTile &tile,
+                             const MatrixAccess &m, const std::vector<std::string> &regs) {
+  TileThread th = tileThread(m.rows, tile, 2);
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
+  for (int g = 0; g < m.rows->numRegs(); ++g) {
+    SharedAddr a = tileAddress(base, th, tileRegOffset(m.rows, g, tile, 2), cache);
+    std::vector<std::string> words;
+    for (int j = 0; j < m.count; ++j) {
+      int r = (g * m.count + j) * 2;
+      words.push_back(opReg("mov.b32", RegClass::B32, {"{" + regs[r] + ", " + regs[r + 1] + "}"}));
+    }
+    b.emit("stmatrix" + matrixShape(m) + a.str() + ", " + regList(words));
+  }
+}
+
+std::vector<std::string> Lowering::loadMatrices(const std::string &base, const SharedTile &tile,
+                                                const MatrixAccess &m) {
+  TileThread th = tileThread(m.rows, tile, 2);
+  std::map<std::pair<std::string, int64_t>, std::string> cache;
+  std::vector<std::string> out;
+  for (int g = 0; g < m.rows->numRegs(); ++g) {
+    SharedAddr a = tileAddress(base, th, tileRegOffset(m.rows, g, tile, 2), cache);
+    std::vector<std::string> words;
+    for (int j = 0; j < m.count; ++j)
+      words.push_back(b.reg(RegClass::B32));
+    b.emit("ldmatrix" + matrixShape(m) + regList(words) + ", " + a.str());
+    for (const std::string &w : words) {
+      std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
+      b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+      out.push_back(lo);
+      out.push_back(hi);
+    }
+  }
+  return out;
+}
+
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   if (!v.isTensor() || v.uniform)
     return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
@@ -413,13 +490,16 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   std::vector<int64_t> strides = rowMajorStrides(from->shape);
   int run = sharedRun(*from, d);
   TileThread th = tile ? tileThread(from, *tile, bytes) : TileThread{};
-  for (int r = 0; r < from->numRegs(); r += run) {
+  std::optional<MatrixAccess> matrices = tile && arch >= 90 ? matrixAccess(*from, d) : std::nullopt;
+  for (int r = 0; r < from->numRegs() && !matrices; r += run) {
     SharedAddr a = address(from, th, strides, r);
     if (run == 1)
       storeShared(a, d, v.regs[r]);
     else
       storeSharedRun(a, d, v.regs, r, run);
   }
+  if (matrices)
+    storeMatrices(sharedBase(), *tile, *matrices, v.regs);
   barrier();
   std::vector<int64_t> readStrides = strides;
   for (int dim = 0; dim < from->rank(); ++dim)
@@ -429,13 +509,19 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   // A broadcast last dim is read at one index: no runs along it.
   run = from->shape.back() == 1 ? 1 : sharedRun(*to, d);
   if (tile) {
+    if (std::optional<MatrixAccess> m = matrixAccess(*to, d))
+      return TVal{to, loadMatrices(sharedBase(), *tile, *m)};
     th = tileThread(to, *tile, bytes);
     cache.clear(); // its addresses hold the writers' thread part
   }
+  std::map<std::string, std::string> loaded; // registers that are copies read once
   for (int r = 0; r < to->numRegs(); r += run) {
     SharedAddr a = address(to, th, readStrides, r);
     if (run == 1) {
-      out.regs.push_back(loadShared(a, d));
+      auto [it, fresh] = loaded.emplace(a.str(), "");
+      if (fresh)
+        it->second = loadShared(a, d);
+      out.regs.push_back(it->second);
       continue;
     }
     for (std::string &e : loadSharedRun(a, d, run))

@@ -149,6 +149,10 @@ void Lowering::stageOperand(const Value *v, DType in, const SharedTile &tile, bo
   std::map<std::pair<std::string, int64_t>, std::string> cache;
   if (transposed) // element (k, n) to row n, column k: the same registers, read as [N][K]
     l = intern(transLayout(*l, {1, 0}));
+  if (std::optional<MatrixAccess> m = arch >= 90 ? matrixAccess(*l, in) : std::nullopt) {
+    storeMatrices(base, tile, *m, xv.regs);
+    return;
+  }
   // Row-major: runs of registers contiguous along the row go out as vectors
   // (a swizzle moves whole 16-byte chunks, so a run within one stays contiguous).
   TileThread th = tileThread(l, tile, bytes);

@@ -284,6 +284,19 @@ public:
                          std::map<std::pair<std::string, int64_t>, std::string> &cache);
   // The offset in tile `t` of register r's element of layout `l`, without the thread's part.
   int64_t tileRegOffset(const LinearLayout *l, int r, const SharedTile &t, int bytes) const;
+  // 16-bit tensors whose layout holds 8x8 blocks as the mma fragments do move
+  // to and from a tile by whole matrices (stmatrix, sm_90; ldmatrix): none
+  // where the layout does not (lower_layout.cpp).
+  struct MatrixAccess {
+    const LinearLayout *rows; // lane bits 0-2: a matrix's row; 3-4: the matrix; regs: the group
+    int count;                // matrices per instruction: 1, 2 or 4
+    bool trans;               // each matrix's rows run down the tile's columns
+  };
+  std::optional<MatrixAccess> matrixAccess(const LinearLayout &l, DType d);
+  void storeMatrices(const std::string &base, const SharedTile &tile, const MatrixAccess &m,
+                     const std::vector<std::string> &regs);
+  std::vector<std::string> loadMatrices(const std::string &base, const SharedTile &tile,
+                                        const MatrixAccess &m);
 
   // Moves a tensor into layout `to` (through shared memory if threads must
   // exchange elements). A scalar becomes a splat.

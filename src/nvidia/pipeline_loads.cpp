@@ -206,7 +206,9 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
 
 // Fills p.deferred: each wgmma dot of `dots` (in body order) whose f32
 // result only goes back to the loop as carried value k, where the carried
-// value is read only by ops of the body before the dot and after a wgmma dot
+// value is read only by the dot itself, as the accumulator it adds to (the
+// next iteration's dot chains on the same registers: attention backward's
+// dk and dv), or only by ops of the body before the dot and after a wgmma dot
 // that stays synchronous (its wait_group 0 completes the previous iteration's).
 static void findDeferredDots(const Block &body, const std::vector<const Op *> &dots, Pipeline &p,
                              const UseCounts &counts) {
@@ -231,8 +233,8 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
       // conversion, would keep reading the registers the dot accumulates into).
       bool early = true;
       walk(const_cast<Block &>(body), [&](Op *op) {
-        for (const Value *v : op->operands)
-          if (v == arg) {
+        for (size_t i = 0; i < op->operands.size(); ++i)
+          if (op->operands[i] == arg && !(op == dot && i == 2)) {
             auto at = position.find(op);
             bool computes = (op->has(ELEMENTWISE) && op->kind != OpKind::Cast &&
                              op->kind != OpKind::Bitcast && op->kind != OpKind::IntToPtr &&
@@ -243,7 +245,8 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
               first = std::min(first, at->second);
           }
       });
-      if (early && first != body.ops.size() && firstSync < first) {
+      bool inPlace = first == body.ops.size() && dot->operand(2) == arg;
+      if (early && (inPlace || (first != body.ops.size() && firstSync < first))) {
         p.deferred[dot] = k;
         continue;
       }
