@@ -1,7 +1,8 @@
 """One fp16 matmul (SIZE^3, default 4096, or M, N, K; CONFIG=BM,BN,BK,warps,stages,
 default 128x128x32 w8 s3; B_KMAJOR=1 for B as tutorial 09 passes it, the
 transpose of an [N, K] tensor) by tilec, or by Triton with IMPL=triton, for ncu
-to profile; also writes its cubin and PTX (matmul_kernel-IMPL.*) to $OUT for cuobjdump."""
+to profile; also writes its cubin and PTX (matmul_kernel-IMPL.*) to $OUT for cuobjdump.
+Outside ncu it prints its run time: the median of 20 timings of BACK_TO_BACK launches each."""
 
 import os
 import sys
@@ -42,13 +43,15 @@ print(IMPL, "regs", kern.n_regs, "shared", kern.metadata.shared)
 if not os.environ.get("NCU_PROFILING"):  # the run time, outside ncu
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
+    inner = int(os.environ.get("BACK_TO_BACK", 1))  # launches per timing, as benchmarks/gpu.py
     for _ in range(20):
         start.record()
-        k.matmul_kernel[grid](A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0),
-                              B.stride(1), C.stride(0), C.stride(1), BLOCK_M=BM, BLOCK_N=BN,
-                              BLOCK_K=BK, GROUP_M=8, num_warps=W, num_stages=S)
+        for _ in range(inner):
+            k.matmul_kernel[grid](A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0),
+                                  B.stride(1), C.stride(0), C.stride(1), BLOCK_M=BM,
+                                  BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=W, num_stages=S)
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / inner)
     ms = sorted(times)[len(times) // 2]
     print(f"{IMPL}: {ms:.4f} ms, {2.0 * M * N * K / ms * 1e-9:.1f} TFLOP/s")

@@ -759,6 +759,13 @@ def test_loads_feeding_two_dots_are_pipelined_once():
     # dv and dk accumulate in place: their dots run on (the next synchronous
     # dot's wait covers them); only qk^T and dp^T, read at once, are waited for.
     assert body.count("wgmma.wait_group.sync.aligned 0;") == 2
+    # At D=128 and 128 rows (dk and dv: 256 registers a thread) none runs on:
+    # the operands they would keep live spill.
+    k = tilec.compile(test_kernels.dkdv_loop_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=2, constexprs={"D": 128, "BM": 32, "BN": 128},
+                      divisible_by_16=["K", "V", "Q", "DO", "DK", "DV", "N"])
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert body.count("wgmma.wait_group.sync.aligned 0;") == 4
 
 
 @needs_ptxas

@@ -386,7 +386,7 @@ std::optional<SharedTile> Lowering::conversionTile(const LinearLayout &from, DTy
 // basis must move by whole matrices, so that a row stays one 16-byte chunk
 // of the tile.
 std::optional<Lowering::MatrixAccess> Lowering::matrixAccess(const LinearLayout &l, DType d) {
-  if (l.rank() != 2 || regClassOf(d) != RegClass::B16 || storageBytes(d) != 2 ||
+  if (l.rank() != 2 || regClassOf(d) != RegClass::B16 || dtypeBytes(d) != 2 || // (not fp8)
       l.regs.empty() || l.lanes.size() != 5)
     return std::nullopt;
   const std::vector<Coords> rowMajor = {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}};

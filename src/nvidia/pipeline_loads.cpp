@@ -210,12 +210,20 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
 // next iteration's dot chains on the same registers: attention backward's
 // dk and dv), or only by ops of the body before the dot and after a wgmma dot
 // that stays synchronous (its wait_group 0 completes the previous iteration's).
+// A dot running on keeps its operands' registers live: in-place ones only
+// while the loop's accumulators take at most half of a thread's registers
+// (attention backward at D=128 holds 256 of them and spills more).
 static void findDeferredDots(const Block &body, const std::vector<const Op *> &dots, Pipeline &p,
-                             const UseCounts &counts) {
+                             const UseCounts &counts, int threads) {
   std::map<const Op *, size_t> position;
   for (size_t i = 0; i < body.ops.size(); ++i)
     position[body.ops[i].get()] = i;
   const Op &yield = *body.terminator();
+  int64_t carriedRegs = 0;
+  for (const Op *dot : dots)
+    if (std::count(yield.operands.begin(), yield.operands.end(), dot->result()))
+      carriedRegs += dot->result()->type.numel() / threads;
+  bool roomToRunOn = carriedRegs <= 128;
   size_t firstSync = body.ops.size(); // where the first synchronous wgmma is
   for (const Op *dot : dots) {
     const Value *r = dot->result();
@@ -245,7 +253,7 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
               first = std::min(first, at->second);
           }
       });
-      bool inPlace = first == body.ops.size() && dot->operand(2) == arg;
+      bool inPlace = roomToRunOn && first == body.ops.size() && dot->operand(2) == arg;
       if (early && (inPlace || (first != body.ops.size() && firstSync < first))) {
         p.deferred[dot] = k;
         continue;
@@ -585,7 +593,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
   }
   if (!p->asyncDot) {
     p->drains.clear();
-    findDeferredDots(body, dots, *p, counts);
+    findDeferredDots(body, dots, *p, counts, opts.numWarps * 32);
   }
   int64_t slotBytes = 0;
   for (PipelinedLoad &l : p->loads) {
