@@ -76,6 +76,10 @@ std::string Lowering::elementCoord(const LinearLayout *l, int dim, int r) {
     return base;
   if (std::optional<int64_t> t = knownValue(base))
     return knownConstant(RegClass::B32, *t ^ c);
+  // Bits no thread sets: XOR is addition, and an add lets ptxas fold the
+  // constant into the addresses computed from it (immediate offsets).
+  if ((c & l->threadBits(dim)) == 0)
+    return opReg("add.s32", RegClass::B32, {base, imm(c)});
   return opReg("xor.b32", RegClass::B32, {base, imm(c)});
 }
 

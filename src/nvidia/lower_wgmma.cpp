@@ -192,17 +192,26 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   // (K-major): rows of 8 lines apart by 8 lines; the leading offset unused.
   // B (N-major): blocks of swizzle-width columns apart by K lines, groups of
   // 8 k lines apart by 8 lines.
+  // Each instruction's descriptor is one add to the start address: the fields
+  // and the offset into the tile together are the immediate (ptxas makes a
+  // 64-bit uniform add of it, not an or and an add of two 32-bit halves).
+  struct Descriptor {
+    std::string start; // the start address >> 4, as a u64
+    uint64_t fields = 0;
+    std::string at(int64_t offset, Lowering &L) const {
+      char hex[24];
+      std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)(fields + (offset >> 4)));
+      return L.opReg("add.s64", RegClass::B64, {start, hex});
+    }
+  };
   auto descriptor = [&](const std::string &start, const SharedTile &tile, int64_t leading) {
     uint64_t fields = (uint64_t)(leading >> 4) << 16 | (uint64_t)(8 * tile.swizzle >> 4) << 32 |
                       (uint64_t)swizzleMode(tile.swizzle) << 62;
     std::string s = opReg("bfe.u32", RegClass::B32, {start, "4", "14"});
-    std::string d = opReg("cvt.u64.u32", RegClass::B64, {s});
-    char hex[24];
-    std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)fields);
-    return opReg("or.b64", RegClass::B64, {d, hex});
+    return Descriptor{opReg("cvt.u64.u32", RegClass::B64, {s}), fields};
   };
-  std::string aDesc = aRegs.empty() ? descriptor(aStart, tiles.a, 16) : "";
-  std::string bDesc = descriptor(bStart, tiles.b, tiles.bKRows ? t.K * tiles.b.swizzle : 16);
+  Descriptor aDesc = aRegs.empty() ? descriptor(aStart, tiles.a, 16) : Descriptor{};
+  Descriptor bDesc = descriptor(bStart, tiles.b, tiles.bKRows ? t.K * tiles.b.swizzle : 16);
   std::string accumulate = b.reg(RegClass::Pred);
   b.emit("setp.eq.u32 " + accumulate + ", 0, 0");
   // The first k step's: false where the accumulator starts again (D = A*B).
@@ -228,9 +237,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
           auto first = aRegs.begin() + (i * (t.K / t.instrK) + kk / t.instrK) * 4;
           a = regList(std::vector<std::string>(first, first + 4));
         } else {
-          a = aOff ? opReg("add.s64", RegClass::B64, {aDesc, imm(aOff >> 4)}) : aDesc;
+          a = aDesc.at(aOff, *this);
         }
-        std::string bd = bOff ? opReg("add.s64", RegClass::B64, {bDesc, imm(bOff >> 4)}) : bDesc;
+        std::string bd = bDesc.at(bOff, *this);
         std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
                                    acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
         // Immediates: scale A, scale B, then for 16-bit types (for A in shared
