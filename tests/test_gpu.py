@@ -705,6 +705,22 @@ def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
 
 
 @needs_ptxas
+@pytest.mark.parametrize("a_invariant", [False, True])
+def test_dots_accumulating_in_place_run_on_only_behind_a_synchronous_dot(a_invariant):
+    """With no synchronous wgmma dot in the loop nothing would wait for a dot
+    left running before the next copies overwrite its stage: each one waits."""
+    import test_kernels
+    sig = {"A": "*fp16", "B": "*fp16", "D": "*fp16", "C": "*fp32", "E": "*fp32", "K": "i32"}
+    k = tilec.compile(test_kernels.in_place_dots_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=3,
+                      constexprs={"BM": 64, "BN": 64, "BK": 64, "A_INVARIANT": a_invariant})
+    (body,) = loop_bodies(k.asm["ptx"])
+    dots = body.count("wgmma.commit_group")
+    assert dots == (1 if a_invariant else 2)
+    assert body.count("wgmma.wait_group.sync.aligned 0;") == dots
+
+
+@needs_ptxas
 def test_an_else_branch_reading_an_asynchronous_accumulator_waits_for_it():
     import re
     import test_kernels
@@ -1095,9 +1111,10 @@ def test_16_bit_accumulators_go_to_shared_memory_by_whole_matrices():
     assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
     epilogue = ptx[ptx.index("stmatrix"):]
     assert "st.shared" not in epilogue
-    sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "x_ptr", "d_ptr", "c_ptr", "pt_ptr")}
+    sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "x_ptr", "y_ptr", "d_ptr", "c_ptr", "pt_ptr")}
     k = tilec.compile(test_kernels.dot_of_a_dot_kernel, signature=sig, target="sm_90a",
                       num_warps=4, constexprs={"M": 64, "N": 64, "K": 64, "P_IS_B": False})
     assert "mma.sync" not in k.asm["ptx"]  # wgmma: ldmatrix only converts
     assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in k.asm["ptx"]
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in k.asm["ptx"]  # x, to the accumulator's layout
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in k.asm["ptx"]  # y, to its transpose

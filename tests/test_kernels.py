@@ -204,7 +204,7 @@ def test_dot_ieee_with_acc(rng):
 
 
 @tilec.jit
-def dot_of_a_dot_kernel(a_ptr, b_ptr, x_ptr, d_ptr, c_ptr, pt_ptr, M: tl.constexpr,
+def dot_of_a_dot_kernel(a_ptr, b_ptr, x_ptr, y_ptr, d_ptr, c_ptr, pt_ptr, M: tl.constexpr,
                         N: tl.constexpr, K: tl.constexpr, P_IS_B: tl.constexpr):
     m = tl.arange(0, M)
     n = tl.arange(0, N)
@@ -213,7 +213,8 @@ def dot_of_a_dot_kernel(a_ptr, b_ptr, x_ptr, d_ptr, c_ptr, pt_ptr, M: tl.constex
     b = tl.load(b_ptr + k[:, None] * N + n[None, :])
     x = tl.load(x_ptr + m[:, None] * N + n[None, :])  # to the accumulator's layout
     p = tl.dot(a, b).to(a.dtype) * x  # M x N, in the accumulator's layout
-    tl.store(pt_ptr + n[:, None] * M + m[None, :], tl.trans(p))
+    y = tl.load(y_ptr + n[:, None] * M + m[None, :])  # to the transposed accumulator's
+    tl.store(pt_ptr + n[:, None] * M + m[None, :], tl.trans(p) * y)
     if P_IS_B:
         d = tl.load(d_ptr + m[:, None] * K + k[None, :])
         c = tl.dot(tl.trans(d), p)  # K x N
@@ -232,19 +233,22 @@ def test_a_dot_of_a_dot_result(rng, dtype, p_is_b, M, N, K, warps):
     """A 16-bit dot result fed to another dot as either operand, and stored
     transposed: on sm_90 the accumulator's fragments go to shared memory by
     whole 8x8 matrices (stmatrix; .trans for the transposed store), in groups
-    of 1, 2 or 4; a loaded tile comes to the accumulator's layout by ldmatrix."""
+    of 1, 2 or 4; loaded tiles come to the accumulator's layout (and to its
+    transpose) by ldmatrix (.trans)."""
     torch = pytest.importorskip("torch")
     dt = getattr(torch, dtype)
     a = torch.from_numpy(nonzero(rng, (M, K), low=0.25, high=1.0)).to(dt)
     b = torch.from_numpy(nonzero(rng, (K, N), low=0.25, high=1.0)).to(dt)
     x = torch.from_numpy(nonzero(rng, (M, N), low=0.5, high=1.0)).to(dt)
+    y = torch.from_numpy(nonzero(rng, (N, M), low=0.5, high=1.0)).to(dt)
     d = torch.from_numpy(nonzero(rng, (M, K) if p_is_b else (N, K), low=0.25, high=1.0)).to(dt)
     c = torch.zeros((K, N) if p_is_b else (M, K), dtype=dt)
     pt = torch.zeros((N, M), dtype=dt)
-    dot_of_a_dot_kernel[(1,)](a, b, x, d, c, pt, M=M, N=N, K=K, P_IS_B=p_is_b,
+    dot_of_a_dot_kernel[(1,)](a, b, x, y, d, c, pt, M=M, N=N, K=K, P_IS_B=p_is_b,
                               num_warps=warps)
     p = ((a.double() @ b.double()).to(dt).double() * x.double()).to(dt).double()
-    np.testing.assert_allclose(pt.double().numpy(), p.T.numpy(), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(pt.double().numpy(), (p.T * y.double()).numpy(), rtol=2e-2,
+                               atol=2e-2)
     ref = d.double().T @ p if p_is_b else p @ d.double()
     tol = 2e-2 if dtype == "bfloat16" else 4e-3
     np.testing.assert_allclose(c.double().numpy(), ref.numpy(), rtol=tol, atol=tol * N)
@@ -997,6 +1001,48 @@ def test_dkdv_loop_with_loads_feeding_two_dots(rng, N, BN, warps):
     ref_dk = f((pT * (f(v) @ f(do).T)).astype(np.float16)) @ f(q)
     np.testing.assert_allclose(dv, ref_dv, rtol=2e-2, atol=0.5)
     np.testing.assert_allclose(dk, ref_dk, rtol=2e-2, atol=0.5)
+
+
+@tilec.jit
+def in_place_dots_kernel(A, B, D, C, E, K, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr, A_INVARIANT: tl.constexpr):
+    """Loops whose wgmma dots all accumulate in place: two over one A (a dual
+    GEMM, as SwiGLU's), or one over an A loaded before the loop. No dot stays
+    synchronous, so none may run on past the iteration (the next copies would
+    overwrite the stage it reads)."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+    a_ptrs = A + rm[:, None] * K + rk[None, :]
+    b_ptrs = B + rk[:, None] * BN + rn[None, :]
+    d_ptrs = D + rk[:, None] * BN + rn[None, :]
+    a = tl.load(a_ptrs)
+    for _ in range(0, K, BK):
+        if not A_INVARIANT:
+            a = tl.load(a_ptrs)
+            acc2 += tl.dot(a, tl.load(d_ptrs))
+        acc += tl.dot(a, tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * BN
+        d_ptrs += BK * BN
+    tl.store(C + rm[:, None] * BN + rn[None, :], acc)
+    tl.store(E + rm[:, None] * BN + rn[None, :], acc2)
+
+
+@pytest.mark.parametrize("a_invariant", [False, True])
+def test_loops_whose_dots_all_accumulate_in_place(rng, a_invariant):
+    M, N, K, BK = 64, 64, 320, 64
+    a = (rng.standard_normal((M, K)) * 0.5).astype(np.float16)
+    b, d = ((rng.standard_normal((K, N)) * 0.5).astype(np.float16) for _ in range(2))
+    c, e = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    in_place_dots_kernel[(1,)](a, b, d, c, e, K, BM=M, BN=N, BK=BK, A_INVARIANT=a_invariant,
+                               num_warps=4, num_stages=3)
+    f = lambda x: x.astype(np.float32)  # noqa: E731
+    a_used = np.tile(f(a[:, :BK]), (1, K // BK)) if a_invariant else f(a)
+    np.testing.assert_allclose(c, a_used @ f(b), rtol=1e-2, atol=0.05)
+    np.testing.assert_allclose(e, 0 if a_invariant else f(a) @ f(d), rtol=1e-2, atol=0.05)
 
 
 @tilec.jit

@@ -493,8 +493,8 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   };
   std::vector<int64_t> strides = rowMajorStrides(from->shape);
   int run = sharedRun(*from, d);
-  TileThread th = tile ? tileThread(from, *tile, bytes) : TileThread{};
   std::optional<MatrixAccess> matrices = tile && arch >= 90 ? matrixAccess(*from, d) : std::nullopt;
+  TileThread th = tile && !matrices ? tileThread(from, *tile, bytes) : TileThread{};
   for (int r = 0; r < from->numRegs() && !matrices; r += run) {
     SharedAddr a = address(from, th, strides, r);
     if (run == 1)

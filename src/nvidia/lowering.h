@@ -285,8 +285,8 @@ public:
   // The offset in tile `t` of register r's element of layout `l`, without the thread's part.
   int64_t tileRegOffset(const LinearLayout *l, int r, const SharedTile &t, int bytes) const;
   // 16-bit tensors whose layout holds 8x8 blocks as the mma fragments do move
-  // to and from a tile by whole matrices (stmatrix, sm_90; ldmatrix): none
-  // where the layout does not (lower_layout.cpp).
+  // to and from a tile by whole matrices (stmatrix on sm_90; ldmatrix on every
+  // target tilec takes): none where the layout does not (lower_layout.cpp).
   struct MatrixAccess {
     const LinearLayout *rows; // lane bits 0-2: a matrix's row; 3-4: the matrix; regs: the group
     int count;                // matrices per instruction: 1, 2 or 4

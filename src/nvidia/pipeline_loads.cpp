@@ -18,6 +18,7 @@
 // whose base, sizes and strides come from the arguments go by TMA
 // (lower_tma.cpp). Other loads run as written.
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include "nvidia/lowering.h"
@@ -210,14 +211,19 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
 // next iteration's dot chains on the same registers: attention backward's
 // dk and dv), or only by ops of the body before the dot and after a wgmma dot
 // that stays synchronous (its wait_group 0 completes the previous iteration's).
-// A dot running on keeps its operands' registers live: in-place ones only
-// while the loop's accumulators take at most half of a thread's registers
-// (attention backward at D=128 holds 256 of them and spills more).
+// An in-place one needs a synchronous wgmma dot before it, whose wait completes
+// it before the next iteration writes its A registers again or copies over the
+// stage it reads: A computed after that dot, or outside the loop. It keeps its
+// operands' registers live, so only while the loop's accumulators take at most
+// half of a thread's registers (attention backward at D=128 holds 256 of them
+// and spills more).
 static void findDeferredDots(const Block &body, const std::vector<const Op *> &dots, Pipeline &p,
                              const UseCounts &counts, int threads) {
   std::map<const Op *, size_t> position;
   for (size_t i = 0; i < body.ops.size(); ++i)
     position[body.ops[i].get()] = i;
+  std::set<const Op *> inside;
+  walk(const_cast<Block &>(body), [&](Op *op) { inside.insert(op); });
   const Op &yield = *body.terminator();
   int64_t carriedRegs = 0;
   for (const Op *dot : dots)
@@ -253,7 +259,13 @@ static void findDeferredDots(const Block &body, const std::vector<const Op *> &d
               first = std::min(first, at->second);
           }
       });
-      bool inPlace = roomToRunOn && first == body.ops.size() && dot->operand(2) == arg;
+      const Value *a = dot->operand(0);
+      auto aAt = a->def ? position.find(a->def) : position.end();
+      bool aWrittenAfterWait = a->def ? !inside.count(a->def) ||
+                                            (aAt != position.end() && aAt->second > firstSync)
+                                      : a->owner != &body; // (a carried A changes every iteration)
+      bool inPlace = roomToRunOn && first == body.ops.size() && dot->operand(2) == arg &&
+                     firstSync < position[dot] && aWrittenAfterWait;
       if (early && (inPlace || (first != body.ops.size() && firstSync < first))) {
         p.deferred[dot] = k;
         continue;
