@@ -92,7 +92,9 @@ def test_picks_the_fastest_config_by_timing_it():
     assert kernel.cache == {(n, "float32", "float32"): configs[1]}
     timings = kernel.configs_timings
     assert set(timings) == set(configs)
-    assert timings[configs[0]][0] > 2 * timings[configs[1]][0]  # about 4x on 16 cores, 10x on 2
+    # About 4x on 16 cores and 10x on 2 when idle; under 8 test workers on the
+    # GPU machine's 16 cores it came to 1.3x, so only the order is checked.
+    assert timings[configs[0]][0] > timings[configs[1]][0]
     assert kernel.bench_time > 0
 
 
