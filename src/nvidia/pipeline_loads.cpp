@@ -996,8 +996,8 @@ Pipeline *Lowering::deferringPipeline(const Op &dot) {
 
 void Lowering::issueAfterSyncDot(const Op &dot) {
   for (auto &[load, p] : pipelinedLoads) {
-    if (load->parent != dot.parent || p->deferred.empty() || p->deferred.count(&dot) ||
-        !p->waited || p->issued)
+    // (a dot marked deferred lowered synchronously, its A staged, waits all the same)
+    if (load->parent != dot.parent || p->deferred.empty() || !p->waited || p->issued)
       continue;
     barrier(); // every warpgroup's deferred dots of the last iteration are done
     issueAhead(*this, *p, p->iv);
