@@ -102,6 +102,8 @@ void Lowering::lowerFor(const Op &op) {
   bind(body.args[0].get(), TVal{nullptr, {iv}});
   for (size_t k = 0; k < carried.size(); ++k)
     bind(body.args[k + 1].get(), carried[k]);
+  if (pipeline && pipeline->flat)
+    bindFlatIteration(*pipeline);
   lowerBlock(body);
   std::vector<TVal> moved;
   std::vector<const Value *> yielded;

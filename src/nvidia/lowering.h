@@ -127,6 +127,7 @@ struct Pipeline {
     std::vector<const Value *> kept;      // those the copies' other ops read
     std::vector<TVal> values;             // their values for the next iteration copied
     std::string q, r;                     // that iteration's q and r
+    std::string bodyQ, bodyR;             // the body's own iteration's, stepped (no division)
   };
   std::unique_ptr<Flat> flat;
   // The carried scalars the copies compute from, each stepped by a
@@ -434,6 +435,8 @@ public:
   void restoreBindings(const std::vector<const Value *> &vs,
                        const std::vector<std::optional<TVal>> &saved);
   void stepFlat(Pipeline &p);
+  // Binds the flattened loop body's i / n and i % n to the registers stepped for it.
+  void bindFlatIteration(const Pipeline &p);
   // `v` as it is at another iteration, in layout `want` where it can be
   // recomputed there: the ops of `slice` (v's computation in the loop body)
   // lowered again with `ivValue` bound to register `iv`; the bindings of the

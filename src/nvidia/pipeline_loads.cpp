@@ -801,11 +801,14 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
     moveInto(*this, step.second, carried[arg->index - 1].regs[0], rc);
   }
   if (p.flat) { // the first iteration's outer one: q = r = 0 (registers the copies rewrite)
-    p.flat->q = b.reg(RegClass::B32);
-    p.flat->r = b.reg(RegClass::B32);
-    b.emit("mov.u32 " + p.flat->q + ", 0");
-    b.emit("mov.u32 " + p.flat->r + ", 0");
+    for (std::string *reg : {&p.flat->q, &p.flat->r, &p.flat->bodyQ, &p.flat->bodyR}) {
+      *reg = b.reg(RegClass::B32);
+      b.emit("mov.u32 " + *reg + ", 0");
+    }
     keepTileValues(p, true);
+    skipped.insert(p.flat->div); // the body's are stepped at each iteration's end
+    if (p.flat->rem)
+      skipped.insert(p.flat->rem);
   }
   for (int s = 0; s + 1 < p.stages; ++s) {
     std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
@@ -873,6 +876,12 @@ void Lowering::keepTileValues(Pipeline &p, bool fresh) {
   }
   restoreBindings(rebound, saved);
   enterRegion();
+}
+
+void Lowering::bindFlatIteration(const Pipeline &p) {
+  bind(p.flat->div->result(), TVal{nullptr, {p.flat->bodyQ}});
+  if (p.flat->rem)
+    bind(p.flat->rem->result(), TVal{nullptr, {p.flat->bodyR}});
 }
 
 void Lowering::stepFlat(Pipeline &p) {
@@ -1013,6 +1022,14 @@ void Lowering::endIteration(Pipeline &p) {
     issueAhead(*this, p, p.iv);
   }
   p.issued = false;
+  if (p.flat) { // the body's next (q, r): r + 1, or (q + 1, 0) past the inner loop's last
+    Pipeline::Flat &f = *p.flat;
+    std::string n = val(f.div->operand(1)).regs[0];
+    b.emit("add.s32 " + f.bodyR + ", " + f.bodyR + ", 1");
+    std::string wrap = opReg("setp.eq.s32", RegClass::Pred, {f.bodyR, n});
+    b.emit("selp.u32 " + f.bodyR + ", 0, " + f.bodyR + ", " + wrap);
+    b.emit("@" + wrap + " add.s32 " + f.bodyQ + ", " + f.bodyQ + ", 1");
+  }
   for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
     std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
     std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
