@@ -689,6 +689,27 @@ def test_a_flattened_loop_divides_only_when_the_tile_changes():
 
 
 @needs_ptxas
+def test_a_flattened_loop_keeps_a_tiles_clamped_offsets():
+    """Tutorial 09's pointer kernel clamps its tile's rows and columns
+    (tl.where(offs < M, offs, 0)); the copies keep those vectors per tile
+    (computed again only when the tile changes), not per k step."""
+    import re
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "done_ptr": "*i32",
+           "M": "i32", "N": "i32", "K": "i32", "step": "i32"}
+    k = tilec.compile(test_kernels.flat_matmul_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=3,
+                      constexprs={"BM": 128, "BN": 128, "BK": 64, "FLATTEN": True, "CLAMP": True},
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    loop = loop_bodies(k.asm["ptx"])[0]
+    steady = re.sub(r"bra (\$L_(else|same_outer)_\d+);\n.*?^\1:", "", loop, flags=re.S | re.M)
+    assert steady != loop and "cp.async.cg.shared.global" in steady
+    assert "selp.b32" not in steady  # no clamping
+    changes = re.search(r"bra \$L_same_outer_\d+;\n(.*?)^\$L_same_outer", loop, re.S | re.M)
+    assert "selp.b32" in changes.group(1)
+
+
+@needs_ptxas
 def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
     """Rows of m and Di at a carried offset (tutorial 06's backward): copied
     with cp.async by one thread of those holding each element, stepped on by

@@ -1173,20 +1173,32 @@ def _grouped_tile(t, tiles_m, tiles_n, GROUP: tl.constexpr):
 
 @tilec.jit
 def flat_matmul_kernel(a_ptr, b_ptr, c_ptr, done_ptr, M, N, K, step, BM: tl.constexpr,
-                       BN: tl.constexpr, BK: tl.constexpr, FLATTEN: tl.constexpr):
+                       BN: tl.constexpr, BK: tl.constexpr, FLATTEN: tl.constexpr,
+                       CLAMP: tl.constexpr = False):
+    """CLAMP: as tutorial 09, rows and columns past the edge read row and
+    column 0 (tl.where, its contiguity restored by hints), the loads masked
+    along k only."""
     tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     done = 0  # carried by the tile loop: the tiles this program stored
     for t in tl.range(tl.program_id(0), tiles_m * tiles_n, step, flatten=FLATTEN):
         pm, pn = _grouped_tile(t, tiles_m, tiles_n, 3)
         rm = pm * BM + tl.arange(0, BM)
         rn = pn * BN + tl.arange(0, BN)
+        ra = tl.where(rm < M, rm, 0)
+        rb = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BN), BN)
         acc = tl.zeros((BM, BN), tl.float32)
         for ks in range(tl.cdiv(K, BK)):
             rk = ks * BK + tl.arange(0, BK)
-            a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
-                        mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
-            b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
-                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+            if CLAMP:
+                a = tl.load(a_ptr + ra[:, None] * K + rk[None, :], mask=rk[None, :] < K,
+                            other=0.0)
+                b = tl.load(b_ptr + rk[:, None] * N + rb[None, :], mask=rk[:, None] < K,
+                            other=0.0)
+            else:
+                a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                            mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+                b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                            mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
             acc = tl.dot(a, b, acc)
         tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
                  mask=(rm[:, None] < M) & (rn[None, :] < N))
@@ -1195,17 +1207,18 @@ def flat_matmul_kernel(a_ptr, b_ptr, c_ptr, done_ptr, M, N, K, step, BM: tl.cons
 
 
 @pytest.mark.parametrize("K", [0, 40, 200])
-@pytest.mark.parametrize("flatten", [False, True])
-def test_flattened_persistent_matmul(rng, K, flatten):
+@pytest.mark.parametrize("flatten,clamp", [(False, False), (True, False), (True, True)])
+def test_flattened_persistent_matmul(rng, K, flatten, clamp):
     """Pointer loads at odd edges; an outer count carried past the epilogue;
-    K=0 runs the epilogue on zeros (the flattened loop would run no iteration)."""
+    K=0 runs the epilogue on zeros (the flattened loop would run no iteration).
+    With the rows clamped, their offsets are kept per tile by the copies."""
     M, N, programs = 200, 136, 5
     a = nonzero(rng, (M, K), np.float16)
     b = nonzero(rng, (K, N), np.float16)
     c = np.full((M, N), 7, np.float16)
     done = np.zeros(programs, np.int32)
     flat_matmul_kernel[(programs,)](a, b, c, done, M, N, K, programs, BM=64, BN=64, BK=32,
-                                    FLATTEN=flatten, num_warps=4, num_stages=3)
+                                    FLATTEN=flatten, CLAMP=clamp, num_warps=4, num_stages=3)
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
     tiles = 4 * 3

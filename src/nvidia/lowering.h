@@ -126,6 +126,7 @@ struct Pipeline {
     std::vector<const Op *> tileOps;      // the copies' scalar ops computed from q alone
     std::vector<const Value *> kept;      // those the copies' other ops read
     std::vector<TVal> values;             // their values for the next iteration copied
+    std::vector<const LinearLayout *> layouts; // (tensors) the layout the copies read each in
     std::string q, r;                     // that iteration's q and r
     std::string bodyQ, bodyR;             // the body's own iteration's, stepped (no division)
   };
@@ -429,6 +430,9 @@ public:
   // A flattened loop's pipeline (Pipeline::Flat): computes the kept values for
   // q (into fresh registers the first time); steps q and r on one iteration.
   void keepTileValues(Pipeline &p, bool fresh);
+  // Fills p.flat->layouts: for each kept tensor, the layout the copies'
+  // recomputation asks it in; false where one is asked in none or several.
+  bool keptTensorLayouts(Pipeline &p);
   // The bindings of `vs` as they are (none: nullopt), and putting them back:
   // around lowering ops again for another iteration (valueAt, keepTileValues).
   std::vector<std::optional<TVal>> bindingsOf(const std::vector<const Value *> &vs) const;

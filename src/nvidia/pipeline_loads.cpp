@@ -18,6 +18,7 @@
 // whose base, sizes and strides come from the arguments go by TMA
 // (lower_tma.cpp). Other loads run as written.
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -352,8 +353,10 @@ template <typename F> static void forEachCopySlice(const Pipeline &p, F fn) {
 }
 
 // Fills p.flat when the copies of flattened loop `forOp` (from 0 by 1, marked
-// flat) compute from q = iv / n, n loop-invariant: its outer iteration.
-static void planFlat(Pipeline &p, const Op &forOp) {
+// flat) compute from q = iv / n, n loop-invariant: its outer iteration. With
+// `tensors`, small tensors computed from q alone are kept too (a tile's row
+// offsets, clamped to the tensor: tl.where(offs < M, offs, 0)).
+static void planFlat(Pipeline &p, const Op &forOp, bool tensors) {
   const Block &body = *forOp.regions[0];
   const Value *iv = body.args[0].get();
   const Op *lb = forOp.operand(0)->def, *step = forOp.operand(2)->def;
@@ -383,11 +386,22 @@ static void planFlat(Pipeline &p, const Op &forOp) {
   });
   if (!sliceOps.count(flat->div))
     return; // the copies do not depend on the outer iteration
+  // Row or column vectors, a few registers a thread each.
+  auto kept = [&](const Op *op) {
+    const Type &t = op->result()->type;
+    if (t.isScalar())
+      return true;
+    int wide = 0;
+    for (int64_t d : t.shape)
+      wide += d > 1;
+    return tensors && op->has(PURE) && op->kind != OpKind::Broadcast && wide <= 1 &&
+           t.numel() <= 256;
+  };
   std::set<const Value *> fromQ{flat->div->result()};
   for (auto &opPtr : body.ops) {
     const Op *op = opPtr.get();
     if (!sliceOps.count(op) || op == flat->div || op == flat->rem || op->results.size() != 1 ||
-        !op->result()->type.isScalar())
+        !kept(op))
       continue;
     bool tile = true, readsQ = false;
     for (const Value *v : op->operands) {
@@ -624,7 +638,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
   findSteppedScalars(body, *p);
-  planFlat(*p, forOp);
+  planFlat(*p, forOp, true);
+  if (p->flat && !keptTensorLayouts(*p))
+    planFlat(*p, forOp, false);
   // A carried pointer read only by its copied load and by its own advance,
   // which only the yield reads, and unused after the loop, is left alone.
   for (const PipelinedLoad &l : p->loads) {
@@ -855,6 +871,64 @@ void Lowering::restoreBindings(const std::vector<const Value *> &vs,
   }
 }
 
+bool Lowering::keptTensorLayouts(Pipeline &p) {
+  Pipeline::Flat &f = *p.flat;
+  std::set<const Op *> tileOps(f.tileOps.begin(), f.tileOps.end());
+  std::map<const Value *, std::set<const LinearLayout *>> asked;
+  // As materialize recomputes a copy's tensor in `to` (valueAt): down to
+  // the kept values, through the ops of the slice.
+  std::function<bool(const Value *, const std::set<const Op *> &, const LinearLayout *)> walk =
+      [&](const Value *v, const std::set<const Op *> &slice, const LinearLayout *to) {
+        if (std::find(f.kept.begin(), f.kept.end(), v) != f.kept.end()) {
+          asked[v].insert(to);
+          return true;
+        }
+        const Op *def = v->def;
+        if (!v->type.isTensor() || !def || (!slice.count(def) && !tileOps.count(def)))
+          return true; // bound where the copies run
+        switch (def->kind) {
+        case OpKind::Broadcast:
+          return walk(def->operand(0), slice,
+                      intern(withoutRegisterCopies(
+                          projectLayout(*to, def->operand(0)->type.shape))));
+        case OpKind::ExpandDims:
+          return walk(def->operand(0), slice, intern(sliceLayout(*to, (int)def->intAttr("axis"))));
+        case OpKind::Splat:
+        case OpKind::Constant:
+        case OpKind::MakeRange:
+          return true;
+        default:
+          if (!def->has(ELEMENTWISE) || !def->has(PURE))
+            return false;
+          for (const Value *o : def->operands)
+            if (!walk(o, slice, to))
+              return false;
+          return true;
+        }
+      };
+  for (const PipelinedLoad &l : p.loads)
+    for (auto [slice, root] : {std::make_pair(&l.ptrSlice, l.load->operand(0)),
+                               std::make_pair(&l.maskSlice, l.load->operands.size() > 1
+                                                                 ? l.load->operand(1)
+                                                                 : nullptr)}) {
+      if (!root || slice->empty())
+        continue;
+      if (root->type.isTensor() && !rematerializable(root))
+        return false; // (lowered op by op, in the ops' own layouts)
+      if (!walk(root, std::set<const Op *>(slice->begin(), slice->end()), l.layout))
+        return false;
+    }
+  f.layouts.assign(f.kept.size(), nullptr);
+  for (size_t k = 0; k < f.kept.size(); ++k) {
+    if (!f.kept[k]->type.isTensor())
+      continue;
+    if (asked[f.kept[k]].size() != 1)
+      return false;
+    f.layouts[k] = *asked[f.kept[k]].begin();
+  }
+  return true;
+}
+
 void Lowering::keepTileValues(Pipeline &p, bool fresh) {
   Pipeline::Flat &f = *p.flat;
   std::vector<const Value *> rebound{f.div->result()};
@@ -863,16 +937,32 @@ void Lowering::keepTileValues(Pipeline &p, bool fresh) {
   std::vector<std::optional<TVal>> saved = bindingsOf(rebound);
   bind(f.div->result(), TVal{nullptr, {f.q}});
   enterRegion();
-  for (const Op *op : f.tileOps)
-    lowerOp(*op);
+  for (const Op *op : f.tileOps) { // tensors: recomputed by materialize, below
+    bool uniform = op->kind == OpKind::Splat || op->kind == OpKind::Constant;
+    if (op->result()->type.isScalar() || uniform)
+      lowerOp(*op);
+    else
+      values_.erase(op->result());
+  }
   for (size_t k = 0; k < f.kept.size(); ++k) {
-    const TVal &v = val(f.kept[k]);
+    TVal v = f.layouts.empty() || !f.layouts[k] ? val(f.kept[k])
+                                                 : materialize(f.kept[k], f.layouts[k]);
     RegClass rc = regClassOf(f.kept[k]->type.dtype);
-    if (fresh) {
-      f.values.push_back(TVal{nullptr, {b.reg(rc)}});
-      f.values.back().uniform = v.uniform;
+    if (fresh) { // a register of its own for each distinct one of the value's
+      TVal own{v.layout, {}, v.uniform};
+      std::map<std::string, std::string> renamed;
+      for (const std::string &r : v.regs) {
+        auto [it, added] = renamed.emplace(r, "");
+        if (added)
+          it->second = b.reg(rc);
+        own.regs.push_back(it->second);
+      }
+      f.values.push_back(own);
     }
-    moveInto(*this, f.values[k].regs[0], v.regs[0], rc);
+    std::set<std::string> moved;
+    for (size_t i = 0; i < v.regs.size(); ++i)
+      if (moved.insert(f.values[k].regs[i]).second)
+        moveInto(*this, f.values[k].regs[i], v.regs[i], rc);
   }
   restoreBindings(rebound, saved);
   enterRegion();
