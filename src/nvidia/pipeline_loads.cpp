@@ -387,15 +387,19 @@ static void planFlat(Pipeline &p, const Op &forOp, bool tensors) {
   if (!sliceOps.count(flat->div))
     return; // the copies do not depend on the outer iteration
   // Row or column vectors, a few registers a thread each.
+  // (A scalar from scalars only: the tensors are computed after the scalars,
+  // by materialize; the kinds it and keptTensorLayouts' walk go through.)
   auto kept = [&](const Op *op) {
     const Type &t = op->result()->type;
     if (t.isScalar())
-      return true;
+      return std::all_of(op->operands.begin(), op->operands.end(),
+                         [](const Value *v) { return v->type.isScalar(); });
     int wide = 0;
     for (int64_t d : t.shape)
       wide += d > 1;
-    return tensors && op->has(PURE) && op->kind != OpKind::Broadcast && wide <= 1 &&
-           t.numel() <= 256;
+    bool kind = (op->has(ELEMENTWISE) && op->has(PURE)) || op->kind == OpKind::ExpandDims ||
+                op->kind == OpKind::Splat || op->kind == OpKind::MakeRange;
+    return tensors && kind && wide <= 1 && t.numel() <= 256;
   };
   std::set<const Value *> fromQ{flat->div->result()};
   for (auto &opPtr : body.ops) {
