@@ -415,7 +415,7 @@ std::optional<Lowering::MatrixAccess> Lowering::matrixAccess(const LinearLayout 
     for (const Coords &c : *bases)
       if (!whole(c))
         return std::nullopt;
-  return MatrixAccess{intern(rows), 1 << k, trans};
+  return MatrixAccess{intern(rows), 1 << k, trans, d};
 }
 
 static std::string matrixShape(const Lowering::MatrixAccess &m) {
@@ -430,11 +430,9 @@ void Lowering::storeMatrices(const std::string &base, const SharedTile &tile,
   std::map<std::pair<std::string, int64_t>, std::string> cache;
   for (int g = 0; g < m.rows->numRegs(); ++g) {
     SharedAddr a = tileAddress(base, th, tileRegOffset(m.rows, g, tile, 2), cache);
-    std::vector<std::string> words;
-    for (int j = 0; j < m.count; ++j) {
-      int r = (g * m.count + j) * 2;
-      words.push_back(opReg("mov.b32", RegClass::B32, {"{" + regs[r] + ", " + regs[r + 1] + "}"}));
-    }
+    auto first = regs.begin() + g * m.count * 2;
+    std::vector<std::string> words =
+        packWords(*this, std::vector<std::string>(first, first + m.count * 2), m.d);
     b.emit("stmatrix" + matrixShape(m) + a.str() + ", " + regList(words));
   }
 }
@@ -450,12 +448,8 @@ std::vector<std::string> Lowering::loadMatrices(const std::string &base, const S
     for (int j = 0; j < m.count; ++j)
       words.push_back(b.reg(RegClass::B32));
     b.emit("ldmatrix" + matrixShape(m) + regList(words) + ", " + a.str());
-    for (const std::string &w : words) {
-      std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
-      b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
-      out.push_back(lo);
-      out.push_back(hi);
-    }
+    for (const std::string &e : unpackWords(*this, words, m.d))
+      out.push_back(e);
   }
   return out;
 }
@@ -495,15 +489,16 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   int run = sharedRun(*from, d);
   std::optional<MatrixAccess> matrices = tile && arch >= 90 ? matrixAccess(*from, d) : std::nullopt;
   TileThread th = tile && !matrices ? tileThread(from, *tile, bytes) : TileThread{};
-  for (int r = 0; r < from->numRegs() && !matrices; r += run) {
-    SharedAddr a = address(from, th, strides, r);
-    if (run == 1)
-      storeShared(a, d, v.regs[r]);
-    else
-      storeSharedRun(a, d, v.regs, r, run);
-  }
   if (matrices)
     storeMatrices(sharedBase(), *tile, *matrices, v.regs);
+  else
+    for (int r = 0; r < from->numRegs(); r += run) {
+      SharedAddr a = address(from, th, strides, r);
+      if (run == 1)
+        storeShared(a, d, v.regs[r]);
+      else
+        storeSharedRun(a, d, v.regs, r, run);
+    }
   barrier();
   std::vector<int64_t> readStrides = strides;
   for (int dim = 0; dim < from->rank(); ++dim)

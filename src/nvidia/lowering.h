@@ -293,6 +293,7 @@ public:
     const LinearLayout *rows; // lane bits 0-2: a matrix's row; 3-4: the matrix; regs: the group
     int count;                // matrices per instruction: 1, 2 or 4
     bool trans;               // each matrix's rows run down the tile's columns
+    DType d;                  // the elements' type (16-bit)
   };
   std::optional<MatrixAccess> matrixAccess(const LinearLayout &l, DType d);
   void storeMatrices(const std::string &base, const SharedTile &tile, const MatrixAccess &m,

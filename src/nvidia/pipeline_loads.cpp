@@ -339,16 +339,17 @@ static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
   return vec * l.bytes >= 4 && proven >= vec;
 }
 
-// Calls fn(slice, value) for each value the copies of `p` compute again for
-// the iteration they copy (an offset, a pointer tensor, a mask) and its slice.
+// Calls fn(slice, value, load) for each value the copies of `p` compute again
+// for the iteration they copy (an offset, a pointer tensor, a mask), its
+// slice and the load it is for.
 template <typename F> static void forEachCopySlice(const Pipeline &p, F fn) {
   for (const PipelinedLoad &l : p.loads) {
     for (auto &[d, slice] : l.offsetSlices)
-      fn(slice, l.load->operand(0)->def->operand(1 + d));
+      fn(slice, l.load->operand(0)->def->operand(1 + d), l);
     if (!l.ptrSlice.empty())
-      fn(l.ptrSlice, l.load->operand(0));
+      fn(l.ptrSlice, l.load->operand(0), l);
     if (!l.maskSlice.empty())
-      fn(l.maskSlice, l.load->operand(1));
+      fn(l.maskSlice, l.load->operand(1), l);
   }
 }
 
@@ -380,7 +381,8 @@ static void planFlat(Pipeline &p, const Op &forOp, bool tensors) {
   // The copies' ops, and the values they copy at (or mask or point with).
   std::set<const Op *> sliceOps;
   std::vector<const Value *> roots;
-  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *root) {
+  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *root,
+                          const PipelinedLoad &) {
     sliceOps.insert(slice.begin(), slice.end());
     roots.push_back(root);
   });
@@ -473,7 +475,8 @@ static void addValueLoads(Lowering &L, const Op &forOp, const UseCounts &counts,
 // The carried scalars the copies of `p` compute from (inductionSlice): kept
 // for the next iteration copied.
 static void findSteppedScalars(const Block &body, Pipeline &p) {
-  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *) {
+  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *,
+                          const PipelinedLoad &) {
     for (const Op *op : slice)
       for (const Value *v : op->operands)
         if (v->owner == &body && v->index > 0)
@@ -910,18 +913,16 @@ bool Lowering::keptTensorLayouts(Pipeline &p) {
           return true;
         }
       };
-  for (const PipelinedLoad &l : p.loads)
-    for (auto [slice, root] : {std::make_pair(&l.ptrSlice, l.load->operand(0)),
-                               std::make_pair(&l.maskSlice, l.load->operands.size() > 1
-                                                                 ? l.load->operand(1)
-                                                                 : nullptr)}) {
-      if (!root || slice->empty())
-        continue;
-      if (root->type.isTensor() && !rematerializable(root))
-        return false; // (lowered op by op, in the ops' own layouts)
-      if (!walk(root, std::set<const Op *>(slice->begin(), slice->end()), l.layout))
-        return false;
-    }
+  bool found = true; // (a scalar root, an offset, reads no kept tensor)
+  forEachCopySlice(p, [&](const std::vector<const Op *> &slice, const Value *root,
+                          const PipelinedLoad &l) {
+    if (root->type.isTensor() && !rematerializable(root))
+      found = false; // (lowered op by op, in the ops' own layouts)
+    else if (found)
+      found = walk(root, std::set<const Op *>(slice.begin(), slice.end()), l.layout);
+  });
+  if (!found)
+    return false;
   f.layouts.assign(f.kept.size(), nullptr);
   for (size_t k = 0; k < f.kept.size(); ++k) {
     if (!f.kept[k]->type.isTensor())
@@ -978,15 +979,22 @@ void Lowering::bindFlatIteration(const Pipeline &p) {
     bind(p.flat->rem->result(), TVal{nullptr, {p.flat->bodyR}});
 }
 
+// Steps a flattened loop's (q, r) on one iteration: r + 1, or (q + 1, 0) past
+// the inner loop's last. The predicate that says q moved.
+static std::string stepOuterInner(Lowering &L, const Pipeline &p, const std::string &q,
+                                  const std::string &r) {
+  std::string n = L.val(p.flat->div->operand(1)).regs[0];
+  L.b.emit("add.s32 " + r + ", " + r + ", 1");
+  std::string wrap = L.opReg("setp.eq.s32", RegClass::Pred, {r, n});
+  L.b.emit("selp.u32 " + r + ", 0, " + r + ", " + wrap);
+  L.b.emit("@" + wrap + " add.s32 " + q + ", " + q + ", 1");
+  return wrap;
+}
+
 void Lowering::stepFlat(Pipeline &p) {
-  Pipeline::Flat &f = *p.flat;
-  std::string n = val(f.div->operand(1)).regs[0];
-  b.emit("add.s32 " + f.r + ", " + f.r + ", 1");
-  std::string wrap = opReg("setp.eq.s32", RegClass::Pred, {f.r, n});
+  std::string wrap = stepOuterInner(*this, p, p.flat->q, p.flat->r);
   std::string same = b.newLabel("same_outer");
   b.emit("@!" + wrap + " bra " + same);
-  b.emit("mov.u32 " + f.r + ", 0");
-  b.emit("add.s32 " + f.q + ", " + f.q + ", 1");
   keepTileValues(p, false); // the next outer iteration's
   b.label(same);
 }
@@ -1116,14 +1124,8 @@ void Lowering::endIteration(Pipeline &p) {
     issueAhead(*this, p, p.iv);
   }
   p.issued = false;
-  if (p.flat) { // the body's next (q, r): r + 1, or (q + 1, 0) past the inner loop's last
-    Pipeline::Flat &f = *p.flat;
-    std::string n = val(f.div->operand(1)).regs[0];
-    b.emit("add.s32 " + f.bodyR + ", " + f.bodyR + ", 1");
-    std::string wrap = opReg("setp.eq.s32", RegClass::Pred, {f.bodyR, n});
-    b.emit("selp.u32 " + f.bodyR + ", 0, " + f.bodyR + ", " + wrap);
-    b.emit("@" + wrap + " add.s32 " + f.bodyQ + ", " + f.bodyQ + ", 1");
-  }
+  if (p.flat) // the body's next (q, r)
+    stepOuterInner(*this, p, p.flat->bodyQ, p.flat->bodyR);
   for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
     std::string next = opReg("add.u32", RegClass::B32, {*slot, "1"});
     std::string wrap = opReg("setp.eq.u32", RegClass::Pred, {next, imm(p.stages)});
