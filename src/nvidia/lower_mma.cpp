@@ -8,6 +8,8 @@
 // f16 and bf16 dots run on wgmma instead (lower_wgmma.cpp).
 #include "nvidia/lowering.h"
 
+#include <string_view>
+
 namespace tilec::nvidia {
 
 namespace {
@@ -237,6 +239,8 @@ void Lowering::lowerMma(const Op &op, const LinearLayout *accLayout) {
   TileThread bThread = tileThread(bLanes, tiles.b, bytes);
   std::map<std::pair<std::string, int64_t>, std::string> cache;
   std::string mma = std::string("mma.sync.aligned.") + kind.shape + ".row.col." + kind.types;
+  fp8MmaSync_ |= std::string_view(kind.types).find("e4m3") != std::string_view::npos ||
+                 std::string_view(kind.types).find("e5m2") != std::string_view::npos;
   int64_t reps = t.warpM / 16, nreps = t.warpN / 8;
   int per = halfAccumulator(op) ? 2 : 4; // accumulator registers per 16x8 tile: f32/s32, or f16x2
   for (int64_t kk = 0; kk < K; kk += kind.kInst) {

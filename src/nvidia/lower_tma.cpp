@@ -310,7 +310,7 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
 }
 
 void Lowering::emitReturn() {
-  b.comment("tilec: bulk reads done"); // the wait, once the kernel has deferred stores
+  b.raw("TILEC_BULK_READS_DONE"); // the wait, once the kernel has deferred stores
   b.emit("ret");
 }
 

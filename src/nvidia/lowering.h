@@ -523,6 +523,7 @@ private:
   std::string stagingBase_;
   int64_t stagingBytes_ = 0;
   int minElementBytes_ = 4;
+  bool fp8MmaSync_ = false; // mma.sync on fp8 operands: PTX ISA 8.4, not 8.0
 };
 
 } // namespace tilec::nvidia

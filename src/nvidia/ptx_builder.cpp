@@ -3,7 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cctype>
+#include <initializer_list>
 #include <cstring>
 #include <string_view>
 
@@ -77,92 +77,109 @@ namespace {
 
 // Instructions with no effect but their destination register.
 bool pureOpcode(std::string_view op) {
-  static const char *const kPure[] = {"add", "sub", "mul",  "mad", "mov", "cvt", "cvta",
-                                      "setp", "selp", "xor", "and", "or",  "not", "shl",
-                                      "shr", "bfe", "bfi",  "min", "max", "neg", "abs",
-                                      "fma", "prmt", "lop3", "shf", "cnot", "popc", "clz",
-                                      "div", "rem", "rcp", "sqrt", "rsqrt", "ex2", "lg2",
-                                      "sin", "cos", "tanh"};
+  static constexpr std::string_view kPure[] = {
+      "add", "sub", "mul",  "mad",  "mov",  "cvt", "cvta", "setp", "selp", "xor",
+      "and", "or",  "not",  "shl",  "shr",  "bfe", "bfi",  "min",  "max",  "neg",
+      "abs", "fma", "prmt", "lop3", "shf",  "cnot", "popc", "clz", "div",  "rem",
+      "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",  "tanh"};
   std::string_view base = op.substr(0, op.find('.'));
   if (op.find(".cc") != std::string_view::npos) // sets the carry flag another instruction reads
     return false;
-  for (const char *p : kPure)
+  for (std::string_view p : kPure)
     if (base == p)
       return true;
   return false;
 }
 
-// The virtual registers a line names (%p1, %rd7, ...), in order, as dense
-// ids: each class's numbers after the classes before it (`counts` per class).
-void registersOf(std::string_view line, const std::array<int, 6> &counts, std::vector<int> &out) {
+bool isLower(char c) { return c >= 'a' && c <= 'z'; }
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The class of a virtual register's prefix (the letters after '%'), or -1.
+int prefixClass(std::string_view letters) {
+  if (letters.size() == 1)
+    return letters[0] == 'p' ? 0 : letters[0] == 'h' ? 1 : letters[0] == 'r' ? 2
+           : letters[0] == 'f' ? 4 : -1;
+  if (letters.size() == 2 && letters[1] == 'd')
+    return letters[0] == 'r' ? 3 : letters[0] == 'f' ? 5 : -1;
+  return -1;
+}
+
+struct RegRef {
+  int id;           // dense: each class's numbers after the classes before it
+  size_t begin, end; // where in the line
+};
+
+// The virtual registers a line names (%p1, %rd7, ...), in order; special
+// registers (%tid.x) are not virtual. `bases` is each class's first id.
+void registersOf(std::string_view line, const std::array<int, 6> &bases,
+                 std::vector<RegRef> &out) {
   out.clear();
-  for (size_t i = 0; i + 1 < line.size(); ++i) {
-    if (line[i] != '%')
-      continue;
+  for (size_t i = line.find('%'); i != std::string_view::npos && i + 1 < line.size();
+       i = line.find('%', i)) {
     size_t j = i + 1;
-    while (j < line.size() && std::isalpha((unsigned char)line[j]))
+    while (j < line.size() && isLower(line[j]))
       ++j;
-    std::string_view prefix = line.substr(i, j - i);
-    int number = 0;
     size_t digits = j;
-    while (j < line.size() && std::isdigit((unsigned char)line[j]))
+    int number = 0;
+    while (j < line.size() && isDigit(line[j]))
       number = number * 10 + (line[j++] - '0');
-    i = j - 1;
-    if (j == digits)
-      continue; // %tid.x and other special registers
-    int base = 0;
-    for (int c = 0; c < 6; ++c) {
-      if (prefix == kPrefix[c]) {
-        out.push_back(base + number);
-        break;
-      }
-      base += counts[c] + 1;
-    }
+    int c = j == digits ? -1 : prefixClass(line.substr(i + 1, digits - i - 1));
+    if (c >= 0)
+      out.push_back({bases[c] + number, i, j});
+    i = j;
   }
 }
 
-// The register a pure instruction writes when it writes exactly one (its id),
-// else -1.
-int deadCandidate(std::string_view line, const std::array<int, 6> &counts,
-                  std::vector<int> &scratch) {
+// The register a pure instruction writes when it writes exactly one (the
+// index of its reference in `regs`), else -1.
+int deadCandidate(std::string_view line, const std::vector<RegRef> &regs) {
   size_t i = line.find_first_not_of(" \t");
   if (i == std::string_view::npos || line.back() != ';')
     return -1;
+  int first = 0;
   if (line[i] == '@') { // a guard
     i = line.find(' ', i);
     if (i == std::string_view::npos)
       return -1;
     ++i;
+    first = 1;
   }
   size_t end = line.find(' ', i);
   if (end == std::string_view::npos || !pureOpcode(line.substr(i, end - i)))
     return -1;
   size_t comma = line.find(',', end);
-  if (comma == std::string_view::npos)
+  if (comma == std::string_view::npos || (int)regs.size() <= first)
     return -1;
-  std::string_view dst = line.substr(end + 1, comma - end - 1);
-  if (dst.empty() || dst[0] != '%' || dst.find_first_of("{|") != std::string_view::npos)
-    return -1;
-  registersOf(dst, counts, scratch);
-  return scratch.size() == 1 ? scratch[0] : -1;
+  const RegRef &dst = regs[first]; // the destination is exactly that register
+  return dst.begin == end + 1 && dst.end == comma ? first : -1;
 }
 
 // Drops instructions whose result nobody reads, until none is left: the
 // lowering computes some values for every register of a layout and uses
 // only some (a vector's first address), and PTX size is ptxas time.
-std::string withoutDeadInstructions(const std::string &text, const std::array<int, 6> &counts) {
+// `pieces` are read as one text, in order.
+std::string withoutDeadInstructions(std::initializer_list<std::string_view> pieces,
+                                    const std::array<int, 6> &counts) {
   std::vector<std::string_view> lines;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos)
-      end = text.size();
-    lines.push_back(std::string_view(text).substr(at, end - at));
-    at = end + 1;
+  size_t size = 0;
+  for (std::string_view text : pieces) {
+    size += text.size();
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\n', at);
+      if (end == std::string_view::npos)
+        end = text.size();
+      lines.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
   }
+  std::array<int, 6> bases{};
   int numRegs = 0;
-  for (int c : counts)
-    numRegs += c + 1;
-  std::vector<int> reads(numRegs, 0), dst(lines.size(), -1), regs;
+  for (int c = 0; c < 6; ++c) {
+    bases[c] = numRegs;
+    numRegs += counts[c] + 1;
+  }
+  std::vector<int> reads(numRegs, 0), dst(lines.size(), -1);
+  std::vector<RegRef> regs;
   // The registers each candidate reads: sources[sourceStart[k] .. sourceStart[k + 1]).
   std::vector<int> sources;
   std::vector<size_t> sourceStart(lines.size() + 1, 0);
@@ -171,16 +188,16 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
     size_t first = lines[k].find_first_not_of(" \t");
     char c = first == std::string_view::npos ? ' ' : lines[k][first];
     scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
-    if (scopes <= 0 && c != '}')
-      dst[k] = deadCandidate(lines[k], counts, regs);
-    registersOf(lines[k], counts, regs);
+    registersOf(lines[k], bases, regs);
     // Every register but the destination is read, a guard's predicate too.
-    size_t written = dst[k] < 0 ? regs.size() : c == '@' ? 1 : 0;
+    int written = scopes <= 0 && c != '}' ? deadCandidate(lines[k], regs) : -1;
+    if (written >= 0)
+      dst[k] = regs[written].id;
     for (size_t r = 0; r < regs.size(); ++r)
-      if (r != written) {
-        ++reads[regs[r]];
-        if (dst[k] >= 0)
-          sources.push_back(regs[r]);
+      if ((int)r != written) {
+        ++reads[regs[r].id];
+        if (written >= 0)
+          sources.push_back(regs[r].id);
       }
     sourceStart[k + 1] = sources.size();
   }
@@ -196,7 +213,7 @@ std::string withoutDeadInstructions(const std::string &text, const std::array<in
     }
   }
   std::string out;
-  out.reserve(text.size());
+  out.reserve(size);
   for (size_t k = 0; k < lines.size(); ++k)
     if (!dead[k]) {
       out += lines[k];
@@ -213,7 +230,7 @@ std::string PtxBuilder::functionBody() const {
     if (counts_[c])
       os += std::string("\t.reg ") + kDeclType[c] + " " + kPrefix[c] + "<" +
             std::to_string(counts_[c] + 1) + ">;\n";
-  os += withoutDeadInstructions(prologue_ + body_, counts_);
+  os += withoutDeadInstructions({prologue_, body_}, counts_);
   return os;
 }
 
