@@ -83,25 +83,29 @@ const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
   return l;
 }
 
-std::string Lowering::opReg(const std::string &instr, RegClass rc,
-                            const std::vector<std::string> &srcs) {
+std::string Lowering::opReg(std::string_view instr, RegClass rc,
+                            std::initializer_list<std::string_view> srcs) {
   std::string d = b.reg(rc);
-  std::string line = instr + " " + d;
-  for (const std::string &s : srcs)
-    line += ", " + s;
-  b.emit(line);
+  b.emitWith(instr, d, srcs);
   return d;
 }
 
-std::string Lowering::op1(const std::string &instr, DType d, const std::string &a) {
+std::string Lowering::opReg(std::string_view instr, RegClass rc,
+                            const std::vector<std::string> &srcs) {
+  std::string d = b.reg(rc);
+  b.emitWith(instr, d, srcs);
+  return d;
+}
+
+std::string Lowering::op1(std::string_view instr, DType d, std::string_view a) {
   return opReg(instr, regClassOf(d), {a});
 }
-std::string Lowering::op2(const std::string &instr, DType d, const std::string &a,
-                          const std::string &c) {
+std::string Lowering::op2(std::string_view instr, DType d, std::string_view a,
+                          std::string_view c) {
   return opReg(instr, regClassOf(d), {a, c});
 }
-std::string Lowering::op3(const std::string &instr, DType d, const std::string &a,
-                          const std::string &c, const std::string &e) {
+std::string Lowering::op3(std::string_view instr, DType d, std::string_view a,
+                          std::string_view c, std::string_view e) {
   return opReg(instr, regClassOf(d), {a, c, e});
 }
 

@@ -6,10 +6,12 @@
 
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "nvidia/axis_info.h"
@@ -233,11 +235,13 @@ public:
   void keepEncodings(const Op &op);
   std::string newReg(DType d) { return b.reg(regClassOf(d)); }
   // Emits `instr dst, srcs...` into a new register of type `d`.
-  std::string op1(const std::string &instr, DType d, const std::string &a);
-  std::string op2(const std::string &instr, DType d, const std::string &a, const std::string &c);
-  std::string op3(const std::string &instr, DType d, const std::string &a, const std::string &c,
-                  const std::string &e);
-  std::string opReg(const std::string &instr, RegClass rc, const std::vector<std::string> &srcs);
+  std::string op1(std::string_view instr, DType d, std::string_view a);
+  std::string op2(std::string_view instr, DType d, std::string_view a, std::string_view c);
+  std::string op3(std::string_view instr, DType d, std::string_view a, std::string_view c,
+                  std::string_view e);
+  std::string opReg(std::string_view instr, RegClass rc,
+                    std::initializer_list<std::string_view> srcs);
+  std::string opReg(std::string_view instr, RegClass rc, const std::vector<std::string> &srcs);
   std::string constantReg(DType d, double fv, int64_t iv);
   // A fresh register set to 0, for an instruction to write (an atomic's old
   // value): not a known value, unlike constantReg's.

@@ -114,19 +114,23 @@ struct RegRef {
 void registersOf(std::string_view line, const std::array<int, 6> &bases,
                  std::vector<RegRef> &out) {
   out.clear();
-  for (size_t i = line.find('%'); i != std::string_view::npos && i + 1 < line.size();
-       i = line.find('%', i)) {
+  // A plain loop: lines are short, and a search call per register costs more.
+  const char *text = line.data();
+  size_t n = line.size();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (text[i] != '%')
+      continue;
     size_t j = i + 1;
-    while (j < line.size() && isLower(line[j]))
+    while (j < n && isLower(text[j]))
       ++j;
     size_t digits = j;
     int number = 0;
-    while (j < line.size() && isDigit(line[j]))
-      number = number * 10 + (line[j++] - '0');
+    while (j < n && isDigit(text[j]))
+      number = number * 10 + (text[j++] - '0');
     int c = j == digits ? -1 : prefixClass(line.substr(i + 1, digits - i - 1));
     if (c >= 0)
       out.push_back({bases[c] + number, i, j});
-    i = j;
+    i = j - 1;
   }
 }
 
@@ -162,8 +166,10 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
                                     const std::array<int, 6> &counts) {
   std::vector<std::string_view> lines;
   size_t size = 0;
-  for (std::string_view text : pieces) {
+  for (std::string_view text : pieces)
     size += text.size();
+  lines.reserve(size / 24); // PTX lines average about 30 bytes
+  for (std::string_view text : pieces) {
     for (size_t at = 0; at < text.size();) {
       size_t end = text.find('\n', at);
       if (end == std::string_view::npos)
@@ -201,7 +207,7 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
       }
     sourceStart[k + 1] = sources.size();
   }
-  std::vector<bool> dead(lines.size(), false);
+  std::vector<char> dead(lines.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = lines.size(); k-- > 0;) {

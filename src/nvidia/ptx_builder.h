@@ -6,6 +6,7 @@
 #include <array>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/types.h"
@@ -28,6 +29,19 @@ public:
   // Appends one instruction (the ';' is added) to the body, or to the prologue.
   void emit(const std::string &instr);
   void emitPrologue(const std::string &instr);
+  // Appends `instr dst, src, ...;` to the body without building the line first.
+  template <class Sources>
+  void emitWith(std::string_view instr, std::string_view dst, const Sources &srcs) {
+    body_ += '\t';
+    body_ += instr;
+    body_ += ' ';
+    body_ += dst;
+    for (const auto &s : srcs) {
+      body_ += ", ";
+      body_ += s;
+    }
+    body_ += ";\n";
+  }
   std::string newLabel(const std::string &hint);
   void label(const std::string &name);
   void comment(const std::string &text);
