@@ -14,42 +14,70 @@ namespace tilec {
 
 namespace {
 
-void appendAttr(std::string &key, const Attr &attr) {
-  key += std::to_string(attr.index()) + ":";
-  if (auto *i = std::get_if<int64_t>(&attr)) {
-    key += std::to_string(*i);
-  } else if (auto *f = std::get_if<double>(&attr)) {
-    uint64_t bits; // by bits: 0.0 and -0.0 differ, a NaN equals itself
-    std::memcpy(&bits, f, sizeof bits);
-    key += std::to_string(bits);
-  } else if (auto *s = std::get_if<std::string>(&attr)) {
-    key += std::to_string(s->size()) + ":" + *s;
-  } else {
-    for (int64_t v : std::get<std::vector<int64_t>>(attr))
-      key += std::to_string(v) + ",";
-  }
-  key += ";";
+// Operands in the order the key compares them: a commutative op's sorted.
+std::vector<const Value *> keyOperands(const Op &op) {
+  std::vector<const Value *> ids(op.operands.begin(), op.operands.end());
+  if (op.has(COMMUTATIVE))
+    std::sort(ids.begin(), ids.end(), [](const Value *a, const Value *b) { return a->id < b->id; });
+  return ids;
 }
 
-// What makes two ops equal: kind, operands (by id), attributes, result types.
-std::string keyOf(const Op &op) {
-  std::vector<int> ids;
-  for (const Value *v : op.operands)
-    ids.push_back(v->id);
-  if (op.has(COMMUTATIVE))
-    std::sort(ids.begin(), ids.end());
-  std::string key = std::to_string((int)op.kind) + "(";
-  for (int id : ids)
-    key += std::to_string(id) + ",";
-  key += ")";
-  for (const auto &[name, value] : op.attrs) {
-    key += name + "=";
-    appendAttr(key, value);
+// Attributes equal as the merge needs: floats by bits (0.0 and -0.0 differ, a
+// NaN equals itself).
+bool sameAttr(const Attr &a, const Attr &b) {
+  if (a.index() != b.index())
+    return false;
+  if (auto *f = std::get_if<double>(&a)) {
+    double g = std::get<double>(b);
+    return std::memcmp(f, &g, sizeof g) == 0;
   }
-  for (const auto &r : op.results)
-    key += r->type.str() + ",";
-  return key;
+  return a == b;
 }
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+// The key of an op: kind, operands, attributes and result types, compared in
+// place (no text built per op).
+struct OpKey {
+  const Op *op;
+  std::vector<const Value *> operands;
+  size_t hash;
+
+  explicit OpKey(const Op &o) : op(&o), operands(keyOperands(o)), hash((size_t)o.kind) {
+    for (const Value *v : operands)
+      hash = mix(hash, (size_t)v->id);
+    for (const auto &[name, value] : o.attrs) {
+      hash = mix(hash, std::hash<std::string>()(name));
+      if (auto *i = std::get_if<int64_t>(&value))
+        hash = mix(hash, (size_t)*i);
+    }
+    for (const auto &r : o.results) {
+      hash = mix(hash, (size_t)r->type.dtype);
+      for (int64_t d : r->type.shape)
+        hash = mix(hash, (size_t)d);
+    }
+  }
+
+  bool operator==(const OpKey &k) const {
+    const Op &a = *op, &b = *k.op;
+    if (a.kind != b.kind || operands != k.operands || a.attrs.size() != b.attrs.size() ||
+        a.results.size() != b.results.size())
+      return false;
+    for (size_t i = 0; i < a.attrs.size(); ++i)
+      if (a.attrs[i].first != b.attrs[i].first || !sameAttr(a.attrs[i].second, b.attrs[i].second))
+        return false;
+    for (size_t i = 0; i < a.results.size(); ++i) {
+      const Type &x = a.results[i]->type, &y = b.results[i]->type;
+      if (!(x == y) || !x.sameEncoding(y))
+        return false;
+    }
+    return true;
+  }
+};
+
+struct OpKeyHash {
+  size_t operator()(const OpKey &k) const { return k.hash; }
+};
 
 bool isCandidate(const Op &op) { return op.has(PURE) && op.regions.empty(); }
 
@@ -58,7 +86,7 @@ public:
   bool run(Block &block);
 
 private:
-  std::unordered_map<std::string, Op *> seen_;         // the ops visible at this point
+  std::unordered_map<OpKey, Op *, OpKeyHash> seen_;    // the ops visible at this point
   std::unordered_map<const Value *, Value *> replaced_; // results of merged ops -> the earlier ones
   bool changed_ = false;
 };
@@ -67,7 +95,7 @@ private:
 // Uses are rewritten as they are reached (a definition comes before its uses),
 // and merged ops are dropped at the end: one pass, not a walk per merge.
 bool Eliminator::run(Block &block) {
-  std::vector<std::string> scope;
+  std::vector<OpKey> scope;
   std::vector<const Op *> merged;
   for (auto &opPtr : block.ops) {
     Op &op = *opPtr;
@@ -78,7 +106,7 @@ bool Eliminator::run(Block &block) {
       run(*region);
     if (!isCandidate(op))
       continue;
-    std::string key = keyOf(op);
+    OpKey key(op);
     auto earlier = seen_.find(key);
     if (earlier != seen_.end()) {
       for (size_t r = 0; r < op.results.size(); ++r)
@@ -98,7 +126,7 @@ bool Eliminator::run(Block &block) {
                                    [&](const std::unique_ptr<Op> &op) { return drop.count(op.get()); }),
                     block.ops.end());
   }
-  for (const std::string &key : scope)
+  for (const OpKey &key : scope)
     seen_.erase(key);
   return changed_;
 }
