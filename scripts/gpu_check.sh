@@ -10,6 +10,7 @@
 #   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
 #   run(command="bash scripts/gpu_check.sh persistent")  # build + tutorial 09's matmuls vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
+#   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches vs Triton (carry .conformance)
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -69,6 +70,10 @@ if want attention; then  # flash attention against Triton and SDPA; tilec's PTX 
 fi
 if want persistent && [[ -d .conformance ]]; then  # tutorial 09's matmuls (pointers, TMA, persistent) vs Triton
   $PY benchmarks/tutorials.py ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent.log"
+fi
+if want cold && [[ -d .conformance ]]; then  # tutorial 06's first launches with empty caches vs Triton
+  $PY benchmarks/cold_start.py 2>&1 | tee "$OUT/cold_start.log"
+  $PY benchmarks/cold_start.py --tuned --causal 0 2>&1 | tee -a "$OUT/cold_start.log"
 fi
 if [[ $ARGS == *" tuning "* && -d .conformance ]]; then  # does autotuning measure what runs alone? (not in all)
   $PY benchmarks/tutorials.py --only tma tma_persistent --k 4096 --timings --verify-tuning 2>&1 \

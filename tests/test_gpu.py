@@ -3,6 +3,7 @@ kernel metadata, the driver API, streams, resources and the interpreter
 switch. Where there is no GPU only the compile-only tests run."""
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -182,6 +183,55 @@ def test_tuple_arguments_on_the_fast_path_and_in_the_interpreter(monkeypatch):
 def desc_double_kernel(src, dst, BM: tl.constexpr, BN: tl.constexpr):
     pm, pn = tl.program_id(0), tl.program_id(1)
     dst.store([pm * BM, pn * BN], src.load([pm * BM, pn * BN]) * 2)
+
+
+@needs_gpu
+def test_autotuning_compiles_every_config_before_timing_any(monkeypatch, tmp_path):
+    """The configs are compiled on threads of their own (ptxas runs without the
+    GIL) before the first is timed, each once: the arguments each compile read
+    are those its launch has, a config pre_hook's descriptor block shape too."""
+    torch = torch_cuda()
+    from tilec.compiler import compiler
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))  # nothing read back from disk
+    compiles, timings = [], []
+    real_compile, real_bench = compiler.compile_gpu, tilec.testing.do_bench
+
+    def counting_compile(*args, **kwargs):
+        compiles.append((threading.get_ident(), len(timings)))
+        return real_compile(*args, **kwargs)
+
+    def counting_bench(fn, **kwargs):
+        timings.append(fn)
+        return real_bench(fn, **kwargs)
+
+    monkeypatch.setattr(compiler, "compile_gpu", counting_compile)
+    monkeypatch.setattr(tilec.testing, "do_bench", counting_bench)
+    configs = [tilec.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4, 8)]
+    tuned = tilec.autotune(configs, key=["n"])(tilec.jit(add_kernel.fn))  # nothing in memory
+    n = 10_007
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    tuned[lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    assert torch.equal(out, x + y)
+    assert len(compiles) == len(configs) and len(timings) == len(configs)
+    assert all(timed_before == 0 for _, timed_before in compiles)
+    assert threading.get_ident() not in {thread for thread, _ in compiles}
+
+    def set_block(nargs):
+        for name in ("src", "dst"):
+            nargs[name].block_shape = [nargs["BM"], nargs["BN"]]
+
+    compiles.clear()
+    configs = [tilec.Config({"BM": bm, "BN": 32}, pre_hook=set_block) for bm in (16, 32, 64)]
+    tuned = tilec.autotune(configs, key=[])(tilec.jit(desc_double_kernel.fn))
+    x = torch.randn(96, 64, device="cuda")
+    y = torch.zeros_like(x)
+    src, dst = TensorDescriptor.from_tensor(x, [1, 1]), TensorDescriptor.from_tensor(y, [1, 1])
+    tuned[lambda meta: (tilec.cdiv(96, meta["BM"]), tilec.cdiv(64, meta["BN"]))](src, dst)
+    assert torch.equal(y, x * 2)
+    assert len(compiles) == len(configs)
 
 
 @needs_gpu

@@ -16,8 +16,12 @@ Where tilec differs from Triton:
 - A tensor named in `key` contributes its shape and dtype (Triton uses the
   tensor object, so a new tensor is a new key).
 - Timing runs of kernels on the CPU backend are timed by the wall clock.
+- On the GPU, every config is compiled before the first is timed, on several
+  threads: ptxas runs without the GIL, so a cold tuning waits about as long
+  as its slowest config takes to assemble, not as long as all of them.
 """
 
+import concurrent.futures
 import hashlib
 import inspect
 import json
@@ -314,6 +318,7 @@ class Autotuner(_KernelWrapper):
             self.cache[key] = min(timings, key=timings.get)
             return False
         start = time.perf_counter()
+        self._compile_all(args, kwargs, configs)
         failures = {}
         timings = {c: self._bench(args, grid, kwargs, c, failures) for c in configs}
         self.bench_time = time.perf_counter() - start
@@ -327,6 +332,33 @@ class Autotuner(_KernelWrapper):
         if disk:
             disk.store(timings)
         return True
+
+    def _compile_all(self, args, kwargs, configs):
+        """Compiles the configs for the GPU at once, each on a thread, before any
+        is timed. Each config's arguments are read here, after its pre_hook
+        (tutorial 09's sets its descriptors' block shape). A config that fails
+        to compile fails again when it is timed, which is where it is reported."""
+        if isinstance(self.fn, Autotuner) or self._device(args, kwargs) != "cuda":
+            return  # an inner autotuner compiles its own; the CPU backend compiles in ms
+        jobs = []
+        for config in configs:
+            call_args, call_kwargs, _ = self._merge(args, kwargs, config)
+            try:
+                if config.pre_hook is not None:
+                    config.pre_hook(self._all_args(call_args, call_kwargs))
+                jobs.append(self.fn._warmup_job(*call_args, **call_kwargs))
+            except Exception:  # noqa: BLE001  (reported by _bench)
+                pass
+
+        def compile_one(job):
+            try:
+                job()
+            except Exception:  # noqa: BLE001  (reported by _bench)
+                pass
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) \
+                as pool:
+            list(pool.map(compile_one, jobs))
 
     def _device(self, args, kwargs):
         """Where the kernel runs: 'cuda' when a tensor argument is on a GPU, else 'cpu'.
@@ -535,6 +567,9 @@ class Heuristics(_KernelWrapper):
 
     def warmup(self, *args, **kwargs):
         return self.fn.warmup(*args, **self._with_values(args, kwargs))
+
+    def _warmup_job(self, *args, **kwargs):
+        return self.fn._warmup_job(*args, **self._with_values(args, kwargs))
 
 
 def heuristics(values):

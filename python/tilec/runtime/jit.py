@@ -295,10 +295,15 @@ class JITFunction(KernelInterface):
     def warmup(self, *args, grid=None, **kwargs):
         """Compiles the kernel for these arguments without running it: for the GPU
         when a tensor argument is on one (or `device_type="cuda"` is given)."""
+        return self._warmup_job(*args, **kwargs)()
+
+    def _warmup_job(self, *args, grid=None, **kwargs):
+        """What warmup compiles, read from the arguments now, as a call to make
+        later (on another thread, while the arguments may change)."""
         values, options = self._bind(args, dict(kwargs))
         specs, _, _, devices = self._specialize(values)
         arch, _ = launch.target_of(self, devices, options)
-        return self._compile(specs, arch, gpu_options(options))
+        return lambda: self._compile(specs, arch, gpu_options(options))
 
     def run(self, *args, grid, **kwargs):
         if not launch.hooks_set():
