@@ -10,7 +10,7 @@
 #   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
 #   run(command="bash scripts/gpu_check.sh persistent")  # build + tutorial 09's matmuls vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
-#   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches vs Triton (carry .conformance)
+#   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches and ptxas times vs Triton (carry .conformance)
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
@@ -74,6 +74,8 @@ fi
 if want cold && [[ -d .conformance ]]; then  # tutorial 06's first launches with empty caches vs Triton
   $PY benchmarks/cold_start.py 2>&1 | tee "$OUT/cold_start.log"
   $PY benchmarks/cold_start.py --tuned --causal 0 2>&1 | tee -a "$OUT/cold_start.log"
+  $PY scripts/ptxas_times.py 2>&1 | tee "$OUT/ptxas_times.log"  # ptxas on each side's PTX
+  tar -C "$OUT" -czf "$OUT/ptxas_times.tgz" ptxas_times && rm -rf "$OUT/ptxas_times"
 fi
 if [[ $ARGS == *" tuning "* && -d .conformance ]]; then  # does autotuning measure what runs alone? (not in all)
   $PY benchmarks/tutorials.py --only tma tma_persistent --k 4096 --timings --verify-tuning 2>&1 \
