@@ -32,7 +32,8 @@ BWD_SIGNATURE = dict(Q="*fp16", K="*fp16", V="*fp16", sm_scale="fp32", DO="*fp16
 
 
 def kernels():
-    """(name, kernel name, signature, constexprs, num_warps, num_stages, 16-divisible)."""
+    """(name, kernel name, signature, constexprs, num_warps, num_stages, 16-divisible:
+    for a host descriptor, its shape and strides, as a launch finds them)."""
     for d, causal in ((64, False), (128, False), (128, True)):
         constexprs = dict(stride_d=1, BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32,
                           BLK_SLICE_FACTOR=2, HEAD_DIM=d, CAUSAL=causal)
@@ -45,7 +46,7 @@ def kernels():
         constexprs = dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=64, FP8_OUTPUT=False,
                           STAGE=3 if causal else 1, warp_specialize=False, IS_HOPPER=True)
         yield (f"fwd D={d}{' causal' if causal else ''}", "_attn_fwd", signature, constexprs,
-               4, 3, ["N_CTX"])
+               4, 3, ["N_CTX", "desc_q", "desc_k", "desc_v", "desc_o"])
 
 
 def jit_function(module, name):
@@ -58,7 +59,8 @@ def jit_function(module, name):
 def triton_ptx(fn, signature, constexprs, warps, stages, divisible):
     full = {name: signature.get(name, "constexpr") for name in fn.arg_names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
-             if name in divisible or signature.get(name, "").startswith("*")}
+             if (name in divisible and not signature[name].startswith("tensordesc"))
+             or signature.get(name, "").startswith("*")}
     compiled = triton.compile(ASTSource(fn, full, constexprs, attrs),
                               target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": warps, "num_stages": stages})
