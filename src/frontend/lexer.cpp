@@ -4,23 +4,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace tilec {
 
 namespace {
 
-const char *const kKeywords[] = {
+constexpr std::string_view kKeywords[] = {
     "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
     "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
     "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
     "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 // Longest first, so that the first match is the longest one.
-const char *const kOperators[] = {"**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=",
-                                  ">=",  "==",  "!=",  "->",  ":=",  "+=", "-=", "*=", "/=", "%=",
-                                  "&=",  "|=",  "^=",  "@=",  "+",   "-",  "*",  "/",  "%",  "@",
-                                  "&",   "|",   "^",   "~",   "<",   ">",  "(",  ")",  "[",  "]",
-                                  "{",   "}",   ",",   ":",   ".",   ";",  "="};
+constexpr std::string_view kOperators[] = {
+    "**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=", ">=", "==",
+    "!=",  "->",  ":=",  "+=",  "-=",  "*=", "/=", "%=", "&=", "|=", "^=", "@=",
+    "+",   "-",   "*",   "/",   "%",   "@",  "&",  "|",  "^",  "~",  "<",  ">",
+    "(",   ")",   "[",   "]",   "{",   "}",  ",",  ":",  ".",  ";",  "="};
 
 const int kTabWidth = 8;
 const size_t kMaxBrackets = 200;
@@ -437,17 +438,18 @@ void Lexer::octalEscape(std::string &out, bool bytes) {
 
 void Lexer::op() {
   SourceLoc begin = here();
-  for (const char *candidate : kOperators) {
-    size_t len = std::strlen(candidate);
-    if (text_.compare(pos_, len, candidate) != 0)
+  std::string_view rest = std::string_view(text_).substr(pos_);
+  for (std::string_view candidate : kOperators) {
+    if (rest.substr(0, candidate.size()) != candidate)
       continue;
-    advance(len);
-    if (std::strcmp(candidate, ":=") == 0)
+    advance(candidate.size());
+    if (candidate == ":=")
       error(begin, here(),
             "unsupported Python construct: assignment expressions (':=') are not allowed in a "
             "kernel");
-    bracket(candidate, begin);
-    emit(TokKind::Op, candidate, begin);
+    std::string text(candidate);
+    bracket(text, begin);
+    emit(TokKind::Op, text, begin);
     return;
   }
   invalidCharacter();
@@ -509,7 +511,7 @@ void Lexer::finish() {
 } // namespace
 
 bool isKeyword(const std::string &word) {
-  for (const char *k : kKeywords)
+  for (std::string_view k : kKeywords)
     if (word == k)
       return true;
   return false;

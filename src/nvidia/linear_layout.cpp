@@ -334,8 +334,11 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
 }
 
 std::string LayoutEncoding::str() const {
-  std::string text = layout.str(); // #linear<...>
-  return "#" + kind + text.substr(text.find('<'));
+  if (text_.empty()) {
+    std::string text = layout.str(); // #linear<...>
+    text_ = "#" + kind + text.substr(text.find('<'));
+  }
+  return text_;
 }
 
 bool LayoutEncoding::equals(const Encoding &o) const {

@@ -82,10 +82,14 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
 // Printed #mma<...> or #wgmma<...> with the layout's bases.
 struct LayoutEncoding : Encoding {
   LayoutEncoding(std::string k, LinearLayout l) : kind(std::move(k)), layout(std::move(l)) {}
-  std::string kind;
-  LinearLayout layout;
+  const std::string kind;
+  const LinearLayout layout;
+  // Printed once (IR text prints it with every tensor type of the layout).
   std::string str() const override;
   bool equals(const Encoding &o) const override;
+
+private:
+  mutable std::string text_;
 };
 // The type's encoding if it is a LayoutEncoding, else null.
 const LayoutEncoding *layoutEncoding(const Type &t);
