@@ -13,52 +13,85 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 namespace tilec {
 
-static std::string valueName(const Value *v) {
-  return v->id >= 0 ? "%" + std::to_string(v->id) : "%?";
+// Everything appends to one string: the text is built once, not from
+// pieces copied into each other.
+static void appendValue(std::string &out, const Value *v) {
+  if (v->id < 0) {
+    out += "%?";
+    return;
+  }
+  out += '%';
+  out += std::to_string(v->id);
 }
 
-static std::string attrText(const Attr &attr) {
-  if (auto *i = std::get_if<int64_t>(&attr))
-    return std::to_string(*i);
-  if (auto *f = std::get_if<double>(&attr))
-    return formatFloat(*f);
-  if (auto *s = std::get_if<std::string>(&attr))
-    return quoteString(*s);
-  std::string out = "[";
-  const auto &list = std::get<std::vector<int64_t>>(attr);
-  for (size_t i = 0; i < list.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(list[i]);
-  return out + "]";
+static void appendAttr(std::string &out, const Attr &attr) {
+  if (auto *i = std::get_if<int64_t>(&attr)) {
+    out += std::to_string(*i);
+  } else if (auto *f = std::get_if<double>(&attr)) {
+    out += formatFloat(*f);
+  } else if (auto *s = std::get_if<std::string>(&attr)) {
+    out += quoteString(*s);
+  } else {
+    const auto &list = std::get<std::vector<int64_t>>(attr);
+    out += '[';
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i)
+        out += ", ";
+      out += std::to_string(list[i]);
+    }
+    out += ']';
+  }
 }
 
-template <typename T, typename F> static std::string joined(const T &items, F &&text) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i)
-    out += (i ? ", " : "") + text(items[i]);
-  return out;
+// items[0], items[1], ... each appended by `append(out, item)`.
+template <typename T, typename F>
+static void appendJoined(std::string &out, const T &items, F &&append) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i)
+      out += ", ";
+    append(out, items[i]);
+  }
+}
+
+static void appendOp(std::string &out, const Op &op) {
+  if (!op.results.empty()) {
+    appendJoined(out, op.results, [](std::string &o, const auto &r) { appendValue(o, r.get()); });
+    out += " = ";
+  }
+  out += op.info().mnemonic;
+  out += '(';
+  appendJoined(out, op.operands, [](std::string &o, const Value *v) { appendValue(o, v); });
+  out += ')';
+  if (!op.attrs.empty()) {
+    out += " {";
+    appendJoined(out, op.attrs, [](std::string &o, const auto &a) {
+      o += a.first;
+      o += " = ";
+      appendAttr(o, a.second);
+    });
+    out += '}';
+  }
+  if (!op.results.empty()) {
+    out += " : ";
+    appendJoined(out, op.results, [](std::string &o, const auto &r) { o += r->type.str(); });
+  }
 }
 
 std::string printOp(const Op &op) {
   std::string out;
-  if (!op.results.empty())
-    out += joined(op.results, [](const auto &r) { return valueName(r.get()); }) + " = ";
-  out += op.info().mnemonic;
-  out += "(" + joined(op.operands, [](const Value *v) { return valueName(v); }) + ")";
-  if (!op.attrs.empty())
-    out += " {" +
-           joined(op.attrs, [](const auto &a) { return a.first + " = " + attrText(a.second); }) +
-           "}";
-  if (!op.results.empty())
-    out += " : " + joined(op.results, [](const auto &r) { return r->type.str(); });
+  appendOp(out, op);
   return out;
 }
 
-static std::string typedValues(const std::vector<std::unique_ptr<Value>> &values) {
-  return joined(values, [](const auto &v) { return valueName(v.get()) + ": " + v->type.str(); });
+static void appendTypedValues(std::string &out, const std::vector<std::unique_ptr<Value>> &values) {
+  appendJoined(out, values, [](std::string &o, const auto &v) {
+    appendValue(o, v.get());
+    o += ": ";
+    o += v->type.str();
+  });
 }
 
 // The word between the regions of an op with several: `} else {`, `} do {`.
@@ -73,36 +106,42 @@ static const char *regionSeparator(OpKind kind) {
   }
 }
 
-static void printBlock(std::ostringstream &out, const Block &block, int depth);
+static void appendBlock(std::string &out, const Block &block, int depth);
 
-static void printOpTree(std::ostringstream &out, const Op &op, int depth) {
-  std::string indent(2 * depth, ' ');
-  out << indent << printOp(op);
+static void appendOpTree(std::string &out, const Op &op, int depth) {
+  out.append(2 * depth, ' ');
+  appendOp(out, op);
   for (size_t i = 0; i < op.regions.size(); ++i) {
-    out << (i == 0 ? " {" : regionSeparator(op.kind)) << "\n";
+    out += i == 0 ? " {" : regionSeparator(op.kind);
+    out += '\n';
     const Block &region = *op.regions[i];
-    if (!region.args.empty())
-      out << indent << "^(" << typedValues(region.args) << "):\n";
-    printBlock(out, region, depth + 1);
-    out << indent;
+    if (!region.args.empty()) {
+      out.append(2 * depth, ' ');
+      out += "^(";
+      appendTypedValues(out, region.args);
+      out += "):\n";
+    }
+    appendBlock(out, region, depth + 1);
+    out.append(2 * depth, ' ');
   }
   if (!op.regions.empty())
-    out << "}";
-  out << "\n";
+    out += '}';
+  out += '\n';
 }
 
-static void printBlock(std::ostringstream &out, const Block &block, int depth) {
+static void appendBlock(std::string &out, const Block &block, int depth) {
   for (const auto &op : block.ops)
-    printOpTree(out, *op, depth);
+    appendOpTree(out, *op, depth);
 }
 
 std::string printFunction(Function &fn) {
   fn.renumber();
-  std::ostringstream out;
-  out << "func @" << fn.name << "(" << typedValues(fn.body->args) << ") {\n";
-  printBlock(out, *fn.body, 1);
-  out << "}\n";
-  return out.str();
+  std::string out = "func @" + fn.name + "(";
+  appendTypedValues(out, fn.body->args);
+  out += ") {\n";
+  appendBlock(out, *fn.body, 1);
+  out += "}\n";
+  return out;
 }
 
 } // namespace tilec

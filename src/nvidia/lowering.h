@@ -527,7 +527,9 @@ private:
   std::string stagingBase_;
   int64_t stagingBytes_ = 0;
   int minElementBytes_ = 4;
-  bool fp8MmaSync_ = false; // mma.sync on fp8 operands: PTX ISA 8.4, not 8.0
+  // mma.sync on fp8 operands, which needs PTX ISA 8.4. Other kernels say 8.0 (CUDA
+  // 12.0), so that older assemblers still take them.
+  bool fp8MmaSync_ = false;
 };
 
 } // namespace tilec::nvidia
