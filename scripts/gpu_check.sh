@@ -53,7 +53,12 @@ if want sanitize; then
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --print-limit 20 $PY scripts/sanitize_kernels.py \
       > "$OUT/sanitizer-$tool.log" 2>&1
-    echo "compute-sanitizer $tool ($(( $(date +%s) - start )) s): $(tail -1 "$OUT/sanitizer-$tool.log")"
+    echo "compute-sanitizer $tool ($(( $(date +%s) - start )) s): $(grep -v "^=* *$" "$OUT/sanitizer-$tool.log" | tail -2 | tr '\n' ' ')"
+    # the training kernels (norms, losses, rotary, gated units), forward and backward
+    compute-sanitizer --tool $tool --print-limit 20 $PY -m pytest -q -p no:cacheprovider -k cuda \
+      tests/test_training_kernels.py > "$OUT/sanitizer-training-$tool.log" 2>&1
+    echo "compute-sanitizer $tool, training kernels ($(( $(date +%s) - start )) s):" \
+      "$(grep -E "passed|failed" "$OUT/sanitizer-training-$tool.log" | tail -1) $(tail -1 "$OUT/sanitizer-training-$tool.log")"
   done
 fi
 if want bench; then

@@ -1,7 +1,9 @@
 """The core kernels (vector add, softmax, matmul, layer norm, flash attention fp16 and
 fp8, an attention-backward loop, persistent matmuls) on
-the GPU, at odd sizes with masks, for compute-sanitizer to watch. Prints 'ok'
-when all match."""
+the GPU, at odd sizes with masks, for compute-sanitizer to watch; then, where the
+conformance folder is, Triton's fused-attention (06) and persistent-matmul (09)
+tutorials unchanged, one config each. Prints 'ok' when all match. (The training
+kernels run under the sanitizer through their tests: scripts/gpu_check.sh.)"""
 
 import os
 import sys
@@ -113,5 +115,50 @@ for split in (False, True):
                                                      BK=64, PROGRAMS=3, SPLIT=split,
                                                      num_warps=4, num_stages=3)
     assert torch.allclose(cf.float(), af.float() @ bf.float(), rtol=1e-2, atol=0.1)
+
+
+def tutorials():
+    """Tutorial 06 forward and backward (D 64 and 128, causal and not) and
+    tutorial 09's five matmuls, their code unchanged, at small sizes."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    from gpu import load_kernels
+    from tutorials import tutorial_path
+    try:
+        paths = [tutorial_path(f) for f in ("06-fused-attention.py", "09-persistent-matmul.py")]
+    except SystemExit:
+        print("tutorials skipped: no conformance folder")
+        return
+    os.environ["PYTEST_VERSION"] = "1"  # tutorial 06 keeps its tests' config
+    t06, t09 = (load_kernels(f"sanitize_t{i}", True, p) for i, p in zip((6, 9), paths))
+    for d in (64, 128):
+        for causal in (False, True):
+            q, k, v = ((torch.randn(1, 2, 256, d, device=dev, dtype=torch.float16) * 0.5)
+                       .requires_grad_() for _ in range(3))
+            do = torch.randn_like(q)
+            o = t06.attention(q, k, v, causal, 0.5, False)
+            o.backward(do)
+            refs = [t.detach().float().requires_grad_() for t in (q, k, v)]
+            ref = torch.nn.functional.scaled_dot_product_attention(*refs, is_causal=causal,
+                                                                   scale=0.5)
+            ref.backward(do.float())
+            assert torch.allclose(o.float(), ref, atol=2e-2), (d, causal, (o - ref).abs().max())
+            for got, want in zip((q.grad, k.grad, v.grad), refs):
+                assert torch.allclose(got.float(), want.grad, atol=5e-2), \
+                    (d, causal, (got - want.grad).abs().max())
+    a = torch.randn(512, 256, device=dev, dtype=torch.float16)
+    b = torch.randn(256, 384, device=dev, dtype=torch.float16)
+    bt = b.T.contiguous()  # [N, K], as the tutorial keeps it
+    for name, call in (("matmul", lambda f: f(a, b)), ("matmul_persistent", lambda f: f(a, b)),
+                       ("matmul_tma", lambda f: f(a, bt, False)),
+                       ("matmul_tma_persistent", lambda f: f(a, bt, False)),
+                       ("matmul_descriptor_persistent", lambda f: f(a, bt, False))):
+        for tuner in (getattr(t09, k) for k in dir(t09) if k.startswith("matmul_kernel")
+                      and hasattr(getattr(t09, k), "configs")):
+            tuner.configs = tuner.configs[:1]  # one config: no tuning runs
+        c = call(getattr(t09, name))
+        assert torch.allclose(c.float(), a.float() @ b.float(), rtol=1e-2, atol=0.1), name
+
+
+tutorials()
 torch.cuda.synchronize()
 print("ok")
