@@ -310,6 +310,9 @@ def _cross_entropy_fwd(LOGITS, TARGET, LOSS, stride, n_cols, n_counted, ignore_i
         tl.store(LOSS + row, 0.0)
         return
 
+    # Read before the loops: the second overwrites the row, and a warp storing
+    # the target's gradient does not wait for the others to have read its logit.
+    target_logit = tl.load(LOGITS + target).to(tl.float32)
     running_max = float("-inf")
     running_sum = 0.0
     for start in range(0, n_cols, BLOCK_SIZE):
@@ -320,7 +323,6 @@ def _cross_entropy_fwd(LOGITS, TARGET, LOSS, stride, n_cols, n_counted, ignore_i
                                                                            axis=0)
         running_max = new_max
     lse = running_max + tl.log(running_sum)
-    target_logit = tl.load(LOGITS + target).to(tl.float32)
     tl.store(LOSS + row, (lse - target_logit) / n_counted)
 
     for start in range(0, n_cols, BLOCK_SIZE):
