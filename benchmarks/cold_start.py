@@ -7,8 +7,9 @@ What a process pays once, before its first kernel, is paid before the clock
 starts, so that the numbers are the kernels' own: torch's lazily loaded
 kernels, autograd's device thread, each compiler's driver and launcher set-up,
 and the tutorial's forward and backward once at the other head dim (their
-kernels are other kernels; the first backward of a process costs both sides
-about two seconds more, outside the compilers).
+kernels are other kernels; the tutorial's first backward in a process costs
+both sides about two seconds more than its compiles and runs, for reasons not
+known).
 
 By default the tutorial keeps the one config of its tests (`PYTEST_VERSION`
 set), so neither side autotunes; for tilec its own compile (source to PTX) and
