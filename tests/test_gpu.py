@@ -235,6 +235,37 @@ def test_autotuning_compiles_every_config_before_timing_any(monkeypatch, tmp_pat
 
 
 @needs_gpu
+def test_autotuner_warmup_compiles_the_configs_on_threads(monkeypatch, tmp_path):
+    """warmup compiles every config for the GPU, each once, on other threads,
+    runs nothing, and returns the kernels in the configs' order; launches then
+    compile nothing more."""
+    torch = torch_cuda()
+    from tilec.compiler import compiler
+
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    threads = []
+    real_compile = compiler.compile_gpu
+
+    def counting_compile(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real_compile(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "compile_gpu", counting_compile)
+    configs = [tilec.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4)]
+    tuned = tilec.autotune(configs, key=["n"])(tilec.jit(add_kernel.fn))
+    n = 5000
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.zeros_like(x)
+    kernels = tuned.warmup(x, y, out, n, grid=(1,))
+    assert [(k.metadata.num_warps, k.gpu is not None) for k in kernels] == \
+        [(c.num_warps, True) for c in configs]
+    assert len(threads) == len(configs) and threading.get_ident() not in threads
+    assert not out.any()
+    tuned[lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    assert torch.equal(out, x + y) and len(threads) == len(configs)
+
+
+@needs_gpu
 def test_host_tensor_descriptors_on_the_fast_path(monkeypatch):
     """Host TensorDescriptors (tutorial 06's) launch through the C++ fast path,
     keyed by block shape, padding and the sizes' and strides' divisibility."""

@@ -22,6 +22,7 @@ Where tilec differs from Triton:
 """
 
 import concurrent.futures
+import functools
 import hashlib
 import inspect
 import json
@@ -98,6 +99,16 @@ def _jit_function(fn):
     while not isinstance(fn, JITFunction):
         fn = fn.fn
     return fn
+
+
+def _on_threads(calls):
+    """The results of `calls` (functions of no arguments), in order, each run on a
+    thread of a pool as wide as the machine: compiles for the GPU, whose ptxas
+    runs without the GIL. An exception in one is raised here."""
+    if not calls:
+        return []
+    with concurrent.futures.ThreadPoolExecutor(min(len(calls), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 def _takes_keyword(hook, name):
@@ -231,15 +242,14 @@ class Autotuner(_KernelWrapper):
             self.nargs = None
 
     def warmup(self, *args, **kwargs):
-        """Compiles the kernel for every config (after pruning) without running it;
-        returns the compiled kernels."""
+        """Compiles the kernel for every config (after pruning) without running it,
+        for the GPU on a thread each; returns the compiled kernels."""
         self.nargs = dict(zip(self.arg_names, args))
         try:
-            compiled = []
-            for config in self.prune_configs(kwargs):
-                call_args, call_kwargs, _ = self._merge(args, kwargs, config)
-                compiled.append(self.fn.warmup(*call_args, **call_kwargs))
-            return compiled
+            merged = [self._merge(args, kwargs, c)[:2] for c in self.prune_configs(kwargs)]
+            if isinstance(self.fn, Autotuner) or self._device(args, kwargs) != "cuda":
+                return [self.fn.warmup(*a, **k) for a, k in merged]
+            return _on_threads([self.fn._warmup_job(*a, **k) for a, k in merged])
         finally:
             self.nargs = None
 
@@ -350,15 +360,13 @@ class Autotuner(_KernelWrapper):
             except Exception:  # noqa: BLE001  (reported by _bench)
                 pass
 
-        def compile_one(job):
+        def quietly(job):
             try:
                 job()
             except Exception:  # noqa: BLE001  (reported by _bench)
                 pass
 
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) \
-                as pool:
-            list(pool.map(compile_one, jobs))
+        _on_threads([functools.partial(quietly, job) for job in jobs])
 
     def _device(self, args, kwargs):
         """Where the kernel runs: 'cuda' when a tensor argument is on a GPU, else 'cpu'.
