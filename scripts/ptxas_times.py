@@ -103,7 +103,8 @@ def main():
             print(f"{name:<18} failed: {type(e).__name__}: {str(e)[:160]}")
             continue
         for who in ("tilec", "triton"):
-            file = os.path.join(out, f"{kernel}_{name.replace(' ', '_').replace('=', '')}_{who}.ptx")
+            stem = f"{kernel}_{name.replace(' ', '_').replace('=', '')}_{who}"
+            file = os.path.join(out, stem + ".ptx")
             with open(file, "w") as f:
                 f.write(ptx[who])
             runs = [assemble(p, file) for p in assemblers.values()]
