@@ -27,6 +27,16 @@ static void appendValue(std::string &out, const Value *v) {
   out += std::to_string(v->id);
 }
 
+// items[0], items[1], ... each appended by `append(out, item)`.
+template <typename T, typename F>
+static void appendJoined(std::string &out, const T &items, F &&append) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i)
+      out += ", ";
+    append(out, items[i]);
+  }
+}
+
 static void appendAttr(std::string &out, const Attr &attr) {
   if (auto *i = std::get_if<int64_t>(&attr)) {
     out += std::to_string(*i);
@@ -35,24 +45,10 @@ static void appendAttr(std::string &out, const Attr &attr) {
   } else if (auto *s = std::get_if<std::string>(&attr)) {
     out += quoteString(*s);
   } else {
-    const auto &list = std::get<std::vector<int64_t>>(attr);
     out += '[';
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (i)
-        out += ", ";
-      out += std::to_string(list[i]);
-    }
+    appendJoined(out, std::get<std::vector<int64_t>>(attr),
+                 [](std::string &o, int64_t v) { o += std::to_string(v); });
     out += ']';
-  }
-}
-
-// items[0], items[1], ... each appended by `append(out, item)`.
-template <typename T, typename F>
-static void appendJoined(std::string &out, const T &items, F &&append) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i)
-      out += ", ";
-    append(out, items[i]);
   }
 }
 

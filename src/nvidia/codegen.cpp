@@ -4,9 +4,9 @@
 
 #include <cctype>
 #include <chrono>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
-#include <sstream>
 
 #include "cpu/numerics.h"
 #include "ir/printer.h"

@@ -96,11 +96,9 @@ bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 // The class of a virtual register's prefix (the letters after '%'), or -1.
 int prefixClass(std::string_view letters) {
-  if (letters.size() == 1)
-    return letters[0] == 'p' ? 0 : letters[0] == 'h' ? 1 : letters[0] == 'r' ? 2
-           : letters[0] == 'f' ? 4 : -1;
-  if (letters.size() == 2 && letters[1] == 'd')
-    return letters[0] == 'r' ? 3 : letters[0] == 'f' ? 5 : -1;
+  for (int c = 0; c < 6; ++c)
+    if (letters == std::string_view(kPrefix[c]).substr(1))
+      return c;
   return -1;
 }
 
