@@ -717,6 +717,21 @@ def test_a_pipeline_starts_after_every_reader_of_the_scratch_it_overlaps():
     assert any("ld.shared" in l for l in lines[start:])  # the epilogue reads scratch
 
 
+@needs_ptxas
+def test_cp_async_tiles_reach_wgmma_without_a_proxy_fence():
+    """A pointer matmul's k loop on sm_90a: cp.async copies, wgmma reads; the
+    wait and the barrier order them, as in Triton, with no fence.proxy.async
+    (a MEMBAR.ALL.CTA) at every k step."""
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    k = tilec.compile(test_kernels.persistent_matmul_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=3, constexprs={"BM": 128, "BN": 128, "BK": 64},
+                      divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"])
+    body = next(b for b in loop_bodies(k.asm["ptx"]) if "wgmma.mma_async" in b)
+    assert "cp.async.wait_group" in body and ("cp.async.ca" in body or "cp.async.cg" in body)
+    assert "fence.proxy.async" not in body
+
+
 def flattened_descriptor_matmul(split=False):
     import test_kernels
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",

@@ -1031,6 +1031,24 @@ def test_math_float32(rng, op):
         np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("op", ["log", "log2"])
+def test_log_float32_over_every_binade_and_at_special_values(rng, op):
+    fn, _ = MATH_OPS[op]
+    tiny = np.finfo(np.float32).tiny
+    special = np.array([0.0, -0.0, -1.0, -np.inf, np.inf, np.nan, tiny, tiny / 2, -tiny / 4,
+                        1e-45, -1e-45, np.finfo(np.float32).max, 1.0, 2.0, 0.5, 1 - 2**-24,
+                        1 + 2**-23], np.float32)
+    wide = np.exp(rng.uniform(-103, 88.7, 2000)).astype(np.float32)  # subnormals to near max
+    x = np.concatenate([special, wide, rng.uniform(0.6, 1.5, 997).astype(np.float32)])
+    n = len(x)
+    out = np.zeros(n, np.float32)
+    math_kernel[grid1(n, 128)](x, out, n, OP=op, BLOCK=128)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = fn(x.astype(np.float64))
+    # within 2 ulp of the exact result; zeros, negatives, inf and nan as numpy's
+    np.testing.assert_allclose(out, ref, rtol=2.4e-7, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("op", ["exp", "sqrt", "sin", "floor", "abs", "log", "cos", "erf", "exp2",
                                 "log2"])
 def test_math_float64(rng, op):

@@ -95,7 +95,6 @@ struct PipelinedLoad {
 struct Pipeline {
   std::vector<PipelinedLoad> loads; // the dot operands the loop loads
   const Op *dot = nullptr;          // the asynchronous dot (asyncDot)
-  bool wgmma = false;               // a dot reads the stages through the async proxy
   bool genericReads = false;        // a dot reads the stages with ldmatrix
   int stages = 0;
   // On sm_90: every load is a host tensor descriptor's tile, copied by one

@@ -593,10 +593,8 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     }
     if (!copyable(*this, l, ptr))
       continue;
-    for (const Use &u : us) {
-      p->wgmma |= wgmmaLayout(*u.dot) != nullptr;
+    for (const Use &u : us)
       p->genericReads |= wgmmaLayout(*u.dot) == nullptr;
-    }
     p->loads.push_back(std::move(l));
   }
   if (p->loads.empty())
@@ -1009,9 +1007,10 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
       if (issueNow)
         barrier(); // every thread is done with the slot the copies overwrite
     } else {
+      // No proxy fence before wgmma reads what cp.async wrote: the wait and the
+      // barrier order them, as in Triton, which fences only tiles stored from
+      // registers. A fence here is a MEMBAR.ALL.CTA at every k step.
       b.emit("cp.async.wait_group " + imm(p.stages - 2));
-      if (p.wgmma) // wgmma reads through the async proxy
-        b.emit("fence.proxy.async.shared::cta");
       barrier();
     }
     if (issueNow)
