@@ -3,6 +3,9 @@ kernel metadata, the driver API, streams, resources and the interpreter
 switch. Where there is no GPU only the compile-only tests run."""
 
 import os
+import re
+import subprocess
+import tempfile
 import threading
 
 import numpy as np
@@ -452,6 +455,25 @@ def test_maxnreg_caps_registers():
                            num_warps=4, maxnreg=96, divisible_by_16=["K"])
     assert ".maxnreg 96" in capped.asm["ptx"] and ".maxnreg" not in k.asm["ptx"]
     assert k.n_regs > 96 >= capped.n_regs
+
+
+@needs_ptxas
+def test_n_spills_counts_local_memory_words_as_tritons_does():
+    """Triton's n_spills is the local memory a thread uses, in 4-byte words
+    (its stack frame), not the bytes spilled."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    ce = {"BM": 128, "BN": 128, "BK": 32}
+    k = tilec.compile(staged_matmul, signature=sig, constexprs=ce, target="sm_80", num_warps=4,
+                      maxnreg=64, divisible_by_16=["K"])
+    assert k.gpu.spill_bytes > 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "k.ptx")
+        with open(path, "w") as f:
+            f.write(k.asm["ptx"])
+        log = subprocess.run([tilec._C.find_ptxas(), "-arch=sm_80", "-v", path, "-o",
+                              path + ".cubin"], capture_output=True, text=True).stderr
+    frame = int(re.search(r"(\d+) bytes stack frame", log).group(1))
+    assert k.n_spills > 0 and k.n_spills * 4 == frame
 
 
 class DLPackOnly:

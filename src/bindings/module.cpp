@@ -350,7 +350,9 @@ NB_MODULE(_C, m) {
       .def_ro("shared", &GpuKernel::sharedBytes)
       .def_ro("staging_bytes", &GpuKernel::stagingBytes)
       .def_ro("n_regs", &GpuKernel::numRegs)
-      .def_ro("n_spills", &GpuKernel::spillBytes)
+      .def_ro("spill_bytes", &GpuKernel::spillBytes)
+      // Triton's n_spills: the local memory a thread uses, in 4-byte words
+      .def_prop_ro("n_spills", [](const GpuKernel &k) { return k.stackBytes / 4; })
       .def_prop_ro("tensor_maps",
                    [](const GpuKernel &k) {
                      nb::list out;

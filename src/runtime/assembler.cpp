@@ -182,8 +182,9 @@ int numberBefore(const std::string &line, size_t end) {
   return begin == end ? -1 : std::atoi(line.substr(begin, end - begin).c_str());
 }
 
-// Reads "Used N registers" (the most over all functions) and "N bytes spill
-// stores" / "N bytes spill loads" (summed) from ptxas -v style output.
+// Reads "Used N registers" and "N bytes stack frame" (the most over all
+// functions) and "N bytes spill stores" / "N bytes spill loads" (summed) from
+// ptxas -v style output.
 void parseStats(const std::string &log, Assembled &out) {
   std::istringstream lines(log);
   std::string line;
@@ -192,6 +193,9 @@ void parseStats(const std::string &log, Assembled &out) {
     size_t regs = line.find(" registers", used);
     if (used != std::string::npos && regs != std::string::npos)
       out.numRegs = std::max(out.numRegs, numberBefore(line, regs));
+    size_t frame = line.find(" bytes stack frame");
+    if (frame != std::string::npos)
+      out.stackBytes = std::max(out.stackBytes, numberBefore(line, frame));
     for (const char *marker : {" bytes spill stores", " bytes spill loads"}) {
       size_t at = line.find(marker);
       if (at != std::string::npos)

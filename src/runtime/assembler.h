@@ -26,6 +26,7 @@ struct Assembled {
   std::string tool;   // "ptxas", "nvJitLink" or "" (left for the driver's JIT)
   int numRegs = -1;   // -1 when unknown
   int spillBytes = 0; // spill stores + spill loads, in bytes, over all functions
+  int stackBytes = 0; // the largest stack frame: local memory a thread uses, spills included
   std::string log;    // the tool's output (ptxas -v / nvJitLink info log)
   double ms = 0;      // wall time of the whole assembly
 };

@@ -42,6 +42,7 @@ void assembleGpuKernel(GpuKernel &k) {
   k.assembler = a.tool;
   k.numRegs = a.numRegs;
   k.spillBytes = a.spillBytes;
+  k.stackBytes = a.stackBytes;
   k.assembleMs = a.ms;
 }
 
@@ -52,7 +53,7 @@ namespace {
 // Names the layout of the fields below; bump it when they change. (The cache
 // key holds a hash of the compiler's binary too, so an entry from another
 // build is never read; this only guards against reading arbitrary bytes.)
-constexpr const char *kFormat = "tilec-gpu-kernel-4";
+constexpr const char *kFormat = "tilec-gpu-kernel-5";
 
 char paramCode(nvidia::ParamKind kind) {
   switch (kind) {
@@ -220,7 +221,7 @@ bool parseParams(const std::string &codes, std::vector<nvidia::ParamKind> &out) 
 // What no compile produces: a kernel read back with these is not one.
 bool isPlausible(const GpuKernel &k) {
   return !k.name.empty() && !k.ptx.empty() && k.arch == k.options.arch && k.numThreads > 0 &&
-         k.sharedBytes >= 0 && k.numRegs >= -1 && k.spillBytes >= 0 && k.options.numWarps > 0 &&
+         k.sharedBytes >= 0 && k.numRegs >= -1 && k.spillBytes >= 0 && k.stackBytes >= 0 && k.options.numWarps > 0 &&
          k.options.numStages >= 0;
 }
 
@@ -245,6 +246,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"shared_bytes", std::to_string(k.sharedBytes)},
       {"num_regs", std::to_string(k.numRegs)},
       {"spill_bytes", std::to_string(k.spillBytes)},
+      {"stack_bytes", std::to_string(k.stackBytes)},
       {"options.arch", o.arch},
       {"options.num_warps", std::to_string(o.numWarps)},
       {"options.num_stages", std::to_string(o.numStages)},
@@ -305,7 +307,8 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
       parseParams(f["params"], k->params) && parseTensorMaps(f["tensor_maps"], k->tensorMaps) &&
       parseInt(f["num_threads"], k->numThreads) &&
       parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
-      parseInt(f["spill_bytes"], k->spillBytes) && parseInt(f["options.num_warps"], o.numWarps) &&
+      parseInt(f["spill_bytes"], k->spillBytes) && parseInt(f["stack_bytes"], k->stackBytes) &&
+      parseInt(f["options.num_warps"], o.numWarps) &&
       parseInt(f["options.num_stages"], o.numStages) &&
       parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
       parseBool(f["options.debug"], o.debug) && parseInt(f["options.maxnreg"], o.maxRegisters) &&

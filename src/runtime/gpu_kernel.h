@@ -27,6 +27,7 @@ struct GpuKernel {
   std::vector<nvidia::ParamKind> params;
   std::vector<nvidia::TensorMapParam> tensorMaps; // encoded at each launch, passed after params
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
+  int stackBytes = 0; // local memory a thread uses (Triton's n_spills is a quarter of it)
   int stagingBytes = 0; // deferred TMA stores' tiles, in sharedBytes (compile time only)
   nvidia::GpuOptions options;
   double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not

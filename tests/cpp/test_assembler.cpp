@@ -186,7 +186,8 @@ void testSpills() {
   AssembleOptions tight;
   tight.maxRegisters = 32;
   Assembled spilled = assemblePtx(pressurePtx(), "sm_80", tight);
-  check(free.spillBytes == 0 && spilled.numRegs <= 32 && spilled.spillBytes > 0,
+  check(free.spillBytes == 0 && spilled.numRegs <= 32 && spilled.spillBytes > 0 &&
+            free.stackBytes == 0 && spilled.stackBytes > 0,
         "maxRegisters=32 spills: " + std::to_string(free.numRegs) + " registers free, " +
             std::to_string(spilled.numRegs) + " registers and " +
             std::to_string(spilled.spillBytes) + " spill bytes limited");
