@@ -192,23 +192,23 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   // (K-major): rows of 8 lines apart by 8 lines; the leading offset unused.
   // B (N-major): blocks of swizzle-width columns apart by K lines, groups of
   // 8 k lines apart by 8 lines.
-  // Each instruction's descriptor is one add to the start address: the fields
-  // and the offset into the tile together are the immediate (ptxas makes a
-  // 64-bit uniform add of it, not an or and an add of two 32-bit halves).
+  // Each instruction's descriptor is the tile's, with the fields, plus its
+  // offset into the tile: a small immediate, which ptxas mostly adds with one
+  // 64-bit uniform add (a 64-bit immediate takes an add for each half).
   struct Descriptor {
-    std::string start; // the start address >> 4, as a u64
-    uint64_t fields = 0;
+    std::string base; // the start address >> 4, with the fields
     std::string at(int64_t offset, Lowering &L) const {
-      char hex[24];
-      std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)(fields + (offset >> 4)));
-      return L.opReg("add.s64", RegClass::B64, {start, hex});
+      return offset ? L.opReg("add.s64", RegClass::B64, {base, imm(offset >> 4)}) : base;
     }
   };
   auto descriptor = [&](const std::string &start, const SharedTile &tile, int64_t leading) {
     uint64_t fields = (uint64_t)(leading >> 4) << 16 | (uint64_t)(8 * tile.swizzle >> 4) << 32 |
                       (uint64_t)swizzleMode(tile.swizzle) << 62;
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)fields);
     std::string s = opReg("bfe.u32", RegClass::B32, {start, "4", "14"});
-    return Descriptor{opReg("cvt.u64.u32", RegClass::B64, {s}), fields};
+    return Descriptor{
+        opReg("add.s64", RegClass::B64, {opReg("cvt.u64.u32", RegClass::B64, {s}), hex})};
   };
   Descriptor aDesc = aRegs.empty() ? descriptor(aStart, tiles.a, 16) : Descriptor{};
   Descriptor bDesc = descriptor(bStart, tiles.b, tiles.bKRows ? t.K * tiles.b.swizzle : 16);
