@@ -16,6 +16,7 @@
 #include "nvidia/propagate_layouts.h"
 #include "nvidia/remove_conversions.h"
 #include "nvidia/lowering.h"
+#include "nvidia/pipeline_loops.h"
 
 namespace tilec::nvidia {
 
@@ -540,6 +541,7 @@ const GpuPass kGpuPasses[] = {
     {"gpu-coalesce", coalesceMemory},            // memory accesses
     {"gpu-propagate-layouts", propagateLayouts}, // everything computed from those
     {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
+    {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
 };
 
 } // namespace

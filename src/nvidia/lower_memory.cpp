@@ -79,17 +79,18 @@ std::string braced(const std::vector<std::string> &regs) {
 
 } // namespace
 
-int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask) {
-  if (!ptr.isTensor())
+int vectorWidth(const AxisInfoMap &axisInfo, const Value *ptrValue, const LinearLayout *layout,
+                DType d, const Value *mask) {
+  if (!layout)
     return 1;
   int bytes = dtypeBytes(d);
-  int last = vectorDim(*ptr.layout);
-  AxisInfo info = axisInfoOf(L.axisInfo, ptrValue);
-  int64_t w = std::min<int64_t>(contiguousRegisters(*ptr.layout, last), 16 / bytes);
+  int last = vectorDim(*layout);
+  AxisInfo info = axisInfoOf(axisInfo, ptrValue);
+  int64_t w = std::min<int64_t>(contiguousRegisters(*layout, last), 16 / bytes);
   w = std::min(w, info.contiguity[last]);
   w = std::min(w, std::max<int64_t>(1, info.divisibility[last] / bytes));
   if (mask)
-    w = std::min(w, axisInfoOf(L.axisInfo, mask).constancy[last]);
+    w = std::min(w, axisInfoOf(axisInfo, mask).constancy[last]);
   int width = floorPow2(std::max<int64_t>(1, w));
   if (bytes < 4 && width * bytes < 4)
     return 1;
@@ -274,7 +275,7 @@ void Lowering::lowerLoad(const Op &op) {
                                              std::signbit(op.operand(2)->def->floatAttr("value")));
   if (hasOther)
     other = ptr.isTensor() ? materialize(op.operand(2), ptr.layout) : val(op.operand(2));
-  int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  int vec = vectorWidth(axisInfo, op.operand(0), ptr.layout, d, maskValue);
   addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   std::vector<std::string> regs =
       loadElements(ptr, d, maskValue ? &mask : nullptr, hasOther ? &other : nullptr, vec);
@@ -295,7 +296,7 @@ void Lowering::lowerStore(const Op &op) {
   TVal mask;
   if (maskValue)
     mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
-  int vec = vectorWidth(*this, op.operand(0), ptr, d, maskValue);
+  int vec = vectorWidth(axisInfo, op.operand(0), ptr.layout, d, maskValue);
   addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   storeElements(ptr, d, value, maskValue ? &mask : nullptr, vec);
 }
@@ -327,8 +328,8 @@ void Lowering::lowerBlockPtr(const Op &op) {
 // registers contiguous along a dim of unit stride, as far as the base, the
 // other dims' strides and the offset along it keep each vector aligned, and
 // (when that dim is bounds-checked) its shape keeps each vector all in or out.
-int blockVectorWidth(Lowering &L, const Op &op, const LinearLayout *l, DType d) {
-  std::optional<BlockPtrInfo> info = blockPtrInfo(L.axisInfo, op.operand(0));
+int blockVectorWidth(const AxisInfoMap &axisInfo, const Op &op, const LinearLayout *l, DType d) {
+  std::optional<BlockPtrInfo> info = blockPtrInfo(axisInfo, op.operand(0));
   int dim = vectorDim(*l);
   if (!info || !info->unitStride[dim])
     return 1;
@@ -412,7 +413,7 @@ void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayou
 void Lowering::lowerLoadBlock(const Op &op) {
   const LinearLayout *l = layoutFor(op.result()); // the coalescing pass's
   DType d = op.result()->type.dtype;
-  int vec = blockVectorWidth(*this, op, l, d);
+  int vec = blockVectorWidth(axisInfo, op, l, d);
   TVal ptr, mask;
   bool masked = false;
   blockAddresses(*this, op, val(op.operand(0)), l, vec, ptr, mask, masked);
@@ -434,7 +435,7 @@ void Lowering::lowerStoreBlock(const Op &op) {
   const LinearLayout *l = v.isTensor() && !v.uniform
                               ? v.layout
                               : defaultLayout(op.operand(0)->type.blockShape);
-  int vec = blockVectorWidth(*this, op, l, d);
+  int vec = blockVectorWidth(axisInfo, op, l, d);
   TVal ptr, mask;
   bool masked = false;
   blockAddresses(*this, op, val(op.operand(0)), l, vec, ptr, mask, masked);

@@ -14,10 +14,6 @@
 
 namespace tilec::nvidia {
 
-namespace {
-
-// The make_block_ptr block pointer `v` comes from, through advances and
-// loops that carry it advanced: its base, sizes and strides are `v`'s.
 const Op *blockPtrOrigin(const Value *v) {
   while (v->def && v->def->kind == OpKind::Advance)
     v = v->def->operand(0);
@@ -31,6 +27,8 @@ const Op *blockPtrOrigin(const Value *v) {
     next = next->def->operand(0);
   return next == v ? blockPtrOrigin(body->parent->operand(2 + v->index)) : nullptr;
 }
+
+namespace {
 
 // The integers a ScalarProgram keeps (in 32 or 64 bits).
 bool programInteger(DType d) {
@@ -175,22 +173,6 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
       return false;
   }
   return true;
-}
-
-bool Lowering::tmaCopyable(const PipelinedLoad &l) {
-  if (arch < 90 || !l.block() || l.transposed)
-    return false;
-  const std::vector<int64_t> &shape = l.load->result()->type.shape;
-  const SharedTile &t = l.tile;
-  // The tile as loaded, each block of lines starting where the swizzle pattern does.
-  if (shape.size() != 2 || t.rows != shape[0] || t.rowBytes != shape[1] * l.bytes ||
-      !tmaMovable(fn, axisInfo, l.load->operand(0), l.bytes))
-    return false;
-  auto known = tensorMapAddrs_.find(blockPtrOrigin(l.load->operand(0)));
-  // One map per block pointer: its box must be this tile's.
-  return known == tensorMapAddrs_.end() ||
-         (tensorMaps_[known->second.first].box == tmaBox(t, l.bytes) &&
-          tensorMaps_[known->second.first].elementBytes == l.bytes);
 }
 
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes) { return {t.rows, t.swizzle / bytes}; }

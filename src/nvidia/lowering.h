@@ -17,6 +17,7 @@
 #include "nvidia/axis_info.h"
 #include "nvidia/codegen.h"
 #include "nvidia/linear_layout.h"
+#include "nvidia/pipeline_loops.h"
 #include "nvidia/ptx_builder.h"
 
 namespace tilec::nvidia {
@@ -54,31 +55,16 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
 // The box of one copy of shared tile `t`: its rows, one swizzle-wide column block.
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes);
+// The make_block_ptr block pointer `v` comes from, through advances and
+// loops that carry it advanced: its base, sizes and strides are `v`'s.
+const Op *blockPtrOrigin(const Value *v);
 
-// One load of a pipelined loop (pipeline_loads.cpp): of a pointer tensor
-// the loop advances by a loop-invariant offset, or of a block pointer it
-// advances by loop-invariant amounts; copied into the tile a dot reads.
-struct PipelinedLoad {
-  const Op *load = nullptr;
-  int carried = 0;              // which loop-carried value is its (block) pointer
-  const Value *delta = nullptr; // pointers: what the loop adds each iteration
-  // Block pointers: what each iteration adds to each dim's offset (null:
-  // nothing); for a load at moving offsets from a loop-invariant block pointer
-  // (a tensor descriptor's), that pointer and each dim's first offset, a sum
-  // of scalars.
-  std::vector<const Value *> deltas;
-  const Value *base = nullptr;
-  std::vector<std::vector<const Value *>> starts;
-  // Offsets computed from the induction variable otherwise (k * BLOCK_K): by
-  // dim, the body's ops they are computed from, recomputed for each iteration
-  // copied and added to the pointer's own offset (kept in `offsetBases`).
-  std::map<int, std::vector<const Op *>> offsetSlices;
+// One load of a pipelined loop (pipeline_loads.cpp), as pipelineLoops marked
+// it: copied into the tile a dot reads, or (`value`) into a row-major buffer.
+struct PipelinedLoad : CopyAddress {
+  // Offsets computed from the induction variable (CopyAddress::offsetSlices):
+  // by dim, the pointer's own offset they are added to.
   std::map<int, std::string> offsetBases;
-  std::vector<const Op *> maskSlice; // the body's ops the mask is computed from
-  // A pointer tensor the body computes from the induction variable (a_ptr +
-  // (k * BK + rk) * stride): the ops it is computed from, recomputed for each
-  // copied iteration; empty for a carried one.
-  std::vector<const Op *> ptrSlice;
   SharedTile tile;                   // as the dot reads it (operandTiles)
   bool transposed = false;           // the tile holds the value transposed ([N][K] B)
   const LinearLayout *layout = nullptr; // the layout the copies are issued in
@@ -89,7 +75,6 @@ struct PipelinedLoad {
   // row-major buffer in its own layout, each thread reading back what it copied.
   bool value = false;
   std::string tensorMap;  // TMA copies: the generic address of the descriptor's tensor map
-  bool block() const { return load->kind == OpKind::LoadBlock; }
 };
 
 struct Pipeline {
@@ -191,12 +176,14 @@ struct TVal;
 // load_block or store_block) in layout `l`; and the addresses and in-bounds
 // mask of the elements of `l` that block pointer `blockPtr` (its registers)
 // covers, of the first element of each vector of `vec`.
-int blockVectorWidth(Lowering &L, const Op &access, const LinearLayout *l, DType d);
+int blockVectorWidth(const AxisInfoMap &info, const Op &access, const LinearLayout *l, DType d);
 void blockAddresses(Lowering &L, const Op &access, const TVal &blockPtr, const LinearLayout *l,
                     int vec, TVal &ptr, TVal &mask, bool &masked);
 // Elements per access that axis info proves contiguous, aligned and equally
-// masked for a load or store through `ptr` (lower_memory.cpp).
-int vectorWidth(Lowering &L, const Value *ptrValue, const TVal &ptr, DType d, const Value *mask);
+// masked for a load or store through `ptrValue` in `layout` (null: a scalar
+// pointer) (lower_memory.cpp).
+int vectorWidth(const AxisInfoMap &info, const Value *ptrValue, const LinearLayout *layout, DType d,
+                const Value *mask);
 // How many leading registers of `l` hold consecutive elements of its last dim
 // (of dim `dim`); the dim its first register steps along (vectorDim).
 int contiguousRegisters(const LinearLayout &l);
@@ -405,15 +392,14 @@ public:
                     const std::string &base, bool roundTf32);
   void bindAccumulator(const Op &op, const LinearLayout *layout,
                        const std::vector<std::string> &acc, bool integer);
-  // Software pipelining of a loop's dot operands (pipeline_loads.cpp).
+  // Software pipelining of the loads pipelineLoops marked (pipeline_loads.cpp).
   std::unique_ptr<Pipeline> planPipeline(const Op &forOp, const std::vector<TVal> &carried);
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);
-  // TMA (lower_tma.cpp): whether `l` of a loop can be copied with TMA; the
-  // address of its block pointer's tensor map (a parameter the launcher encodes);
-  // the one thread that issues copies; and a pipeline's barriers, copies and waits.
-  bool tmaCopyable(const PipelinedLoad &l);
+  // TMA (lower_tma.cpp): the address of a block pointer's tensor map (a
+  // parameter the launcher encodes); the one thread that issues copies; and a
+  // pipeline's barriers, copies and waits.
   // The generic address of the tensor map of block pointer `blockPtr`'s
   // origin, whose copies move `tile` one swizzle-wide column block at a time.
   std::string tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes);

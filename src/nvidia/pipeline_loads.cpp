@@ -1,25 +1,13 @@
-// Software pipelining of the loads that feed tensor-core dots in a for loop
-// (num_stages >= 2): the tiles of the next num_stages-1 iterations are copied
-// to shared memory with cp.async while the current one is computed, each
-// straight into the swizzled tile its dot reads (ldmatrix or wgmma).
-//
-// Taken for every dot operand of 8 or 16 bits loaded in the loop body, read
-// only by dots (directly or through a trans) that all read the same tile,
-// from a loop-carried pointer tensor advanced by a loop-invariant offset or a
-// pointer tensor computed from the induction variable (recomputed for each
-// copied iteration) (with no mask or one that depends on the iteration only
-// through the induction variable, recomputed too), from a
-// loop-carried block pointer advanced by loop-invariant amounts, or from a
-// loop-invariant block pointer (a descriptor) at offsets moving with the loop
-// or computed from the induction variable (k * BLOCK_K; recomputed for each
-// copied iteration) (their bounds checks zero-fill), when whole vectors of 4
-// to 16 bytes go to each tile row: one dot (a matmul) or several (attention's
-// q @ k and p @ v, its backward's four). On sm_90, tiles of block pointers
-// whose base, sizes and strides come from the arguments go by TMA
-// (lower_tma.cpp). Other loads run as written.
+// Software pipelining of a loop's loads, carried out as pipelineLoops
+// (pipeline_loops.cpp) marked them: the tiles of the next num_stages-1
+// iterations are copied to shared memory with cp.async (or TMA, lower_tma.cpp)
+// while the current one is computed, each straight into the swizzled tile its
+// dot reads (ldmatrix or wgmma); the copies compute each address again for
+// the iteration they copy; the dots the pass marked run on across iterations.
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "nvidia/lowering.h"
@@ -30,157 +18,7 @@ namespace {
 
 bool usedOnce(const UseCounts &counts, const Value *v) { return useCount(counts, v) == 1; }
 
-// The amount a loop adds to carried scalar `v` each iteration, when its
-// yield is v + (something loop-invariant); else null.
-const Value *carriedStep(const Block &body, const Value *v) {
-  DType d = v->type.dtype;
-  if (v->owner != &body || v->index == 0 || !v->type.isScalar() ||
-      (d != DType::I32 && d != DType::I64))
-    return nullptr; // (the copies step a scalar i32 or i64 on with add.s32/s64)
-  const Op *inc = body.terminator()->operand(v->index - 1)->def;
-  if (!inc || inc->kind != OpKind::Add || inc->parent != &body)
-    return nullptr;
-  const Value *step = inc->operand(0) == v ? inc->operand(1) : inc->operand(0);
-  bool adds = inc->operand(0) == v || inc->operand(1) == v;
-  return adds && !isDefinedIn(step, body) ? step : nullptr;
-}
-
-// The ops of `body` that `v` is computed from, in body order, when `v`
-// depends on the iteration only through the induction variable, carried
-// scalars stepped by loop-invariant amounts (whose value for each copied
-// iteration the pipeline keeps) and cheap pure ops (ranges, splats,
-// broadcasts, elementwise math), so that it can be computed again for a later
-// iteration. False otherwise.
-bool inductionSlice(const Block &body, const Value *v, std::vector<const Op *> &slice) {
-  if (v->owner == &body)
-    return v->index == 0 || carriedStep(body, v);
-  if (!isDefinedIn(v, body))
-    return true; // loop-invariant
-  const Op *def = v->def;
-  bool cheap = def->has(PURE) && def->regions.empty() &&
-               (def->has(ELEMENTWISE) || def->kind == OpKind::Constant ||
-                def->kind == OpKind::Splat || def->kind == OpKind::Broadcast ||
-                def->kind == OpKind::ExpandDims || def->kind == OpKind::MakeRange);
-  if (!cheap || def->parent != &body)
-    return false;
-  for (const Value *operand : def->operands)
-    if (!inductionSlice(body, operand, slice))
-      return false;
-  if (std::find(slice.begin(), slice.end(), def) == slice.end())
-    slice.push_back(def); // after its operands' ops: body order
-  return true;
-}
-
 } // namespace
-
-// Whether `load` (in `body` of loop `op`) can be pipelined; fills `s`.
-static bool pipelineable(const Op &forOp, const Op &load, const UseCounts &counts,
-                         PipelinedLoad &s) {
-  const Block &body = *forOp.regions[0];
-  const Value *ptr = load.operand(0);
-  int carried = -1;
-  for (size_t k = 1; k < body.args.size(); ++k)
-    if (body.args[k].get() == ptr)
-      carried = (int)k - 1;
-  if (!ptr->type.isTensor())
-    return false;
-  // A mask that changes with the iteration only through the induction
-  // variable (rk < K - k * BLOCK_K) is computed again for the iteration copied.
-  if (load.operands.size() > 1 && !inductionSlice(body, load.operand(1), s.maskSlice))
-    return false;
-  if (load.operands.size() > 2 && !isZeroConstant(load.operand(2)))
-    return false;
-  s.load = &load;
-  if (carried < 0) { // so is a pointer tensor computed from the induction variable
-    s.carried = -1;
-    return inductionSlice(body, ptr, s.ptrSlice) && !s.ptrSlice.empty();
-  }
-  const Op *next = body.terminator()->operand(carried)->def;
-  if (!next || next->kind != OpKind::AddPtr || next->operand(0) != ptr ||
-      isDefinedIn(next->operand(1), body))
-    return false;
-  s.load = &load;
-  s.carried = carried;
-  s.delta = next->operand(1);
-  return true;
-}
-
-// How offset `v` (a scalar in loop `forOp`'s body) moves: its value in the
-// first iteration, as a sum of scalars, and what each iteration adds. It is
-// loop-invariant (adds nothing), a carried scalar stepped by a loop-invariant
-// amount, or the induction variable plus a loop-invariant amount or not.
-static bool movingOffset(const Op &forOp, const Value *v, std::vector<const Value *> &start,
-                         const Value *&delta) {
-  const Block &body = *forOp.regions[0];
-  if (!isDefinedIn(v, body)) {
-    start = {v};
-    delta = nullptr;
-    return true;
-  }
-  if (const Value *step = carriedStep(body, v)) {
-    start = {forOp.operand(2 + v->index)}; // its initial value
-    delta = step;
-    return true;
-  }
-  const Value *iv = body.args[0].get();
-  const Op *add = v->def;
-  if (v != iv && !(add && add->kind == OpKind::Add && add->parent == &body))
-    return false;
-  start = {forOp.operand(0)}; // the lower bound
-  delta = forOp.operand(2);
-  if (v == iv)
-    return true;
-  const Value *other = add->operand(0) == iv ? add->operand(1) : add->operand(0);
-  if ((add->operand(0) != iv && add->operand(1) != iv) || isDefinedIn(other, body))
-    return false;
-  start.push_back(other);
-  return true;
-}
-
-// Whether `load` (a load_block in `body` of loop `forOp`) can be pipelined;
-// fills `s`. Its block pointer is carried and advanced by loop-invariant
-// amounts, or it is advance(p, offsets...) of a loop-invariant p with each
-// offset moving as movingOffset allows (a tensor descriptor loaded at moving
-// offsets).
-static bool blockPipelineable(const Op &forOp, const Op &load, const UseCounts &counts,
-                              PipelinedLoad &s) {
-  const Block &body = *forOp.regions[0];
-  const Value *bp = load.operand(0);
-  bool checked = !load.intsAttr("boundary_check").empty();
-  if (checked && load.strAttr("padding") == "nan")
-    return false; // the copies zero-fill
-  s.load = &load;
-  if (bp->owner == &body && bp->index > 0) {
-    s.carried = bp->index - 1;
-    const Op *next = body.terminator()->operand(s.carried)->def;
-    if (!next || next->kind != OpKind::Advance || next->operand(0) != bp)
-      return false;
-    for (size_t d = 1; d < next->operands.size(); ++d)
-      if (isDefinedIn(next->operand(d), body))
-        return false;
-    s.deltas.assign(next->operands.begin() + 1, next->operands.end());
-    return true;
-  }
-  const Op *adv = bp->def;
-  if (!adv || adv->kind != OpKind::Advance || adv->parent != &body ||
-      isDefinedIn(adv->operand(0), body))
-    return false;
-  s.carried = -1;
-  s.base = adv->operand(0);
-  for (size_t d = 1; d < adv->operands.size(); ++d) {
-    std::vector<const Value *> start;
-    const Value *delta = nullptr;
-    if (!movingOffset(forOp, adv->operand(d), start, delta)) {
-      std::vector<const Op *> slice; // a function of the induction variable: recomputed
-      if (!inductionSlice(body, adv->operand(d), slice) || slice.empty())
-        return false;
-      s.offsetSlices[(int)d - 1] = std::move(slice);
-    }
-    s.starts.push_back(std::move(start));
-    s.deltas.push_back(delta);
-  }
-  return true;
-}
 
 // The loads a pipeline copies ignore their masks in the body (each copy
 // computes its own, valueAt): ops that only feed those masks are not lowered
@@ -204,139 +42,6 @@ void Lowering::skipDeadMasks(const Pipeline &p, const Block &body) {
     skipDead(l.maskSlice);
     skipDead(l.ptrSlice); // so do computed pointers
   }
-}
-
-// Fills p.deferred: each wgmma dot of `dots` (in body order) whose f32
-// result only goes back to the loop as carried value k, where the carried
-// value is read only by the dot itself, as the accumulator it adds to (the
-// next iteration's dot chains on the same registers: attention backward's
-// dk and dv), or only by ops of the body before the dot and after a wgmma dot
-// that stays synchronous (its wait_group 0 completes the previous iteration's).
-// An in-place one needs a synchronous wgmma dot before it, whose wait completes
-// it before the next iteration writes its A registers again or copies over the
-// stage it reads: A computed after that dot, or outside the loop. It keeps its
-// operands' registers live, so only while the loop's accumulators take at most
-// half of a thread's registers (attention backward at D=128 holds 256 of them
-// and spills more).
-static void findDeferredDots(const Block &body, const std::vector<const Op *> &dots, Pipeline &p,
-                             const UseCounts &counts, int threads) {
-  std::map<const Op *, size_t> position;
-  for (size_t i = 0; i < body.ops.size(); ++i)
-    position[body.ops[i].get()] = i;
-  std::set<const Op *> inside;
-  walk(const_cast<Block &>(body), [&](Op *op) { inside.insert(op); });
-  const Op &yield = *body.terminator();
-  int64_t carriedRegs = 0;
-  for (const Op *dot : dots)
-    if (std::count(yield.operands.begin(), yield.operands.end(), dot->result()))
-      carriedRegs += dot->result()->type.numel() / threads;
-  bool roomToRunOn = carriedRegs <= 128;
-  size_t firstSync = body.ops.size(); // where the first synchronous wgmma is
-  for (const Op *dot : dots) {
-    const Value *r = dot->result();
-    int k = -1;
-    for (size_t j = 0; j < yield.operands.size(); ++j)
-      if (yield.operand(j) == r)
-        k = (int)j;
-    bool candidate = layoutEncoding(r->type) && layoutEncoding(r->type)->kind == "wgmma" &&
-                     dot->operand(2)->type.dtype == DType::F32 && usedOnce(counts, r) && k >= 0;
-    if (candidate) {
-      const Value *arg = body.args[k + 1].get();
-      size_t first = body.ops.size();
-      // Every read of the carried value comes before the dot and computes
-      // fresh registers from it (a view, as trans or a register-only
-      // conversion, would keep reading the registers the dot accumulates into).
-      bool early = true;
-      walk(const_cast<Block &>(body), [&](Op *op) {
-        for (size_t i = 0; i < op->operands.size(); ++i)
-          if (op->operands[i] == arg && !(op == dot && i == 2)) {
-            auto at = position.find(op);
-            bool computes = (op->has(ELEMENTWISE) && op->kind != OpKind::Cast &&
-                             op->kind != OpKind::Bitcast && op->kind != OpKind::IntToPtr &&
-                             op->kind != OpKind::PtrToInt) ||
-                            (op->kind >= OpKind::ReduceSum && op->kind <= OpKind::ArgMin);
-            early &= computes && at != position.end() && at->second < position[dot];
-            if (at != position.end())
-              first = std::min(first, at->second);
-          }
-      });
-      const Value *a = dot->operand(0);
-      auto aAt = a->def ? position.find(a->def) : position.end();
-      bool aWrittenAfterWait = a->def ? !inside.count(a->def) ||
-                                            (aAt != position.end() && aAt->second > firstSync)
-                                      : a->owner != &body; // (a carried A changes every iteration)
-      bool inPlace = roomToRunOn && first == body.ops.size() && dot->operand(2) == arg &&
-                     firstSync < position[dot] && aWrittenAfterWait;
-      if (early && (inPlace || (first != body.ops.size() && firstSync < first))) {
-        p.deferred[dot] = k;
-        continue;
-      }
-    }
-    if (layoutEncoding(r->type) && layoutEncoding(r->type)->kind == "wgmma")
-      firstSync = std::min(firstSync, position[dot]);
-  }
-}
-
-// The select(splat(c), zeros, carried) that `dot` accumulates into, read by
-// the dot alone (a flattened loop starting a tile's accumulator again); else null.
-static const Op *resetAccumulator(const Op &dot, const UseCounts &counts) {
-  const Op *select = dot.operand(2)->def;
-  if (!select || select->kind != OpKind::Select || select->parent != dot.parent ||
-      !usedOnce(counts, select->result()) || !isZeroConstant(select->operand(1)))
-    return nullptr;
-  const Op *splat = select->operand(0)->def;
-  return splat && splat->kind == OpKind::Splat ? select : nullptr;
-}
-
-// Whether `dot`'s result is read by the yield once and otherwise only inside
-// ifs after it in `body` (which go to `drains`).
-static bool readLaterOnlyInIfs(const Block &body, const Op &dot, const UseCounts &counts,
-                               std::set<const Op *> &drains) {
-  const Value *r = dot.result();
-  int reads = 0, inYield = 0;
-  for (const Value *v : body.terminator()->operands)
-    inYield += v == r;
-  bool after = false;
-  for (auto &opPtr : body.ops) {
-    const Op *op = opPtr.get();
-    if (op == &dot) {
-      after = true;
-      continue;
-    }
-    if (!after || op->kind != OpKind::If)
-      continue;
-    int here = 0;
-    for (auto &region : op->regions)
-      walk(*region, [&](Op *inner) {
-        for (const Value *v : inner->operands)
-          here += v == r;
-      });
-    if (here) {
-      drains.insert(op);
-      reads += here;
-    }
-  }
-  return inYield == 1 && useCount(counts, r) == 1 + reads;
-}
-
-// Whether the copies of `l` can move whole vectors into its tile's rows, and
-// how many elements each: the tile's rows run along the value's last dim, or
-// along its first when transposed.
-static bool copyable(Lowering &L, PipelinedLoad &l, const TVal &ptr) {
-  const LinearLayout *lay = l.layout;
-  if (!lay || vectorDim(*lay) != (l.transposed ? 0 : 1))
-    return false;
-  DType d = l.load->result()->type.dtype;
-  int vec = std::min(contiguousRegisters(*lay, l.transposed ? 0 : 1), 16 / l.bytes);
-  int proven;
-  if (l.block()) {
-    proven = blockVectorWidth(L, *l.load, lay, d);
-  } else {
-    const Value *mask = l.load->operands.size() > 1 ? l.load->operand(1) : nullptr;
-    proven = vectorWidth(L, l.load->operand(0), TVal{lay, ptr.regs}, d, mask);
-  }
-  l.vec = vec;
-  return vec * l.bytes >= 4 && proven >= vec;
 }
 
 // Calls fn(slice, value, load) for each value the copies of `p` compute again
@@ -434,44 +139,6 @@ static void planFlat(Pipeline &p, const Op &forOp, bool tensors) {
   p.flat = std::move(flat);
 }
 
-// Adds to `p` the loads of the body that no dot reads, whose address (and
-// mask) can be computed ahead and whose threads each move whole vectors of 4
-// to 16 bytes: copied with the dots' operands, read back from the stage.
-static void addValueLoads(Lowering &L, const Op &forOp, const UseCounts &counts, Pipeline &p) {
-  const Block &body = *forOp.regions[0];
-  bool writes = false; // a load copied ahead could miss what the loop writes before it runs
-  walk(const_cast<Block &>(body), [&](Op *op) { writes |= op->has(EFFECT); });
-  if (writes)
-    return;
-  for (auto &opPtr : body.ops) {
-    const Op &load = *opPtr;
-    bool taken = std::any_of(p.loads.begin(), p.loads.end(),
-                             [&](const PipelinedLoad &l) { return l.load == &load; });
-    if (load.kind != OpKind::Load || taken || L.pipelinedLoads.count(&load) ||
-        !load.result()->type.isTensor() || load.intAttr("volatile") != 0)
-      continue;
-    PipelinedLoad l;
-    l.layout = L.layoutFor(load.result());
-    if (!l.layout || !pipelineable(forOp, load, counts, l))
-      continue;
-    const LinearLayout &lay = *l.layout;
-    int last = lay.rank() - 1;
-    DType d = load.result()->type.dtype;
-    l.bytes = dtypeBytes(d);
-    if (vectorDim(lay) != last || storageBytes(d) != l.bytes)
-      continue;
-    l.vec = std::min(contiguousRegisters(lay, last), 16 / l.bytes);
-    const Value *mask = load.operands.size() > 1 ? load.operand(1) : nullptr;
-    int proven = vectorWidth(L, load.operand(0), TVal{l.layout, {}}, d, mask);
-    int size = l.vec * l.bytes;
-    if (proven < l.vec || (size != 4 && size != 8 && size != 16))
-      continue;
-    l.value = true;
-    l.slotBytes = (load.result()->type.numel() * l.bytes + 127) / 128 * 128;
-    p.loads.push_back(std::move(l));
-  }
-}
-
 // The carried scalars the copies of `p` compute from (inductionSlice): kept
 // for the next iteration copied.
 static void findSteppedScalars(const Block &body, Pipeline &p) {
@@ -487,145 +154,64 @@ static void findSteppedScalars(const Block &body, Pipeline &p) {
 
 std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
                                                  const std::vector<TVal> &carried) {
-  // tl.range(num_stages=) sets a loop's own, no more than the kernel's (which
-  // compile_gpu lowers when the stages do not fit in shared memory).
-  int stages = (int)std::min<int64_t>(forOp.intAttr("num_stages", opts.numStages), opts.numStages);
+  int stages = (int)forOp.intAttr("pipeline_stages");
   if (stages < 2)
     return nullptr;
   const Block &body = *forOp.regions[0];
-  const Op *step = forOp.operand(2)->def;
-  if (!step || step->kind != OpKind::Constant || step->intAttr("value") <= 0 ||
-      body.args[0]->type.dtype != DType::I32)
-    return nullptr;
-  // The stages of every pipeline start at the same place: a loop holding
-  // another loop that may pipeline its own dots is left as written.
-  bool nestedDots = false;
-  walk(const_cast<Block &>(body), [&](Op *loop) {
-    if (loop->kind == OpKind::For || loop->kind == OpKind::While)
-      for (auto &region : loop->regions)
-        walk(*region, [&](Op *op) { nestedDots |= op->kind == OpKind::Dot; });
-  });
-  if (nestedDots)
-    return nullptr;
   auto p = std::make_unique<Pipeline>();
   const UseCounts &counts = uses();
-  std::vector<const Op *> dots;
-  for (auto &opPtr : body.ops) {
-    const Op &dot = *opPtr;
-    if (dot.kind == OpKind::Dot && mmaLayout(dot) &&
-        dtypeBytes(dot.operand(0)->type.dtype) <= 2 && dtypeBytes(dot.operand(1)->type.dtype) <= 2)
-      dots.push_back(&dot);
-  }
-  // Each use of a load a dot reads: the dot and operand, and whether through a trans.
-  struct Use {
-    const Op *dot;
-    int operand;
-    bool viaTrans;
-  };
-  std::map<const Op *, std::vector<Use>> loadUses;
-  std::vector<const Op *> loadOrder;
-  for (const Op *dot : dots)
-    for (int i = 0; i < 2; ++i) {
-      const Op *def = dot->operand(i)->def;
-      // A transposed load (k = desc.load(...).T) is copied transposed.
-      bool viaTrans = def && def->kind == OpKind::Trans && def->parent == &body;
-      if (viaTrans)
-        def = def->operand(0)->def;
-      if (!def || def->parent != &body || pipelinedLoads.count(def) ||
-          (def->kind != OpKind::Load && def->kind != OpKind::LoadBlock))
-        continue;
-      if (!loadUses.count(def))
-        loadOrder.push_back(def);
-      loadUses[def].push_back({dot, i, viaTrans});
-    }
-  // Uses of a value the dots account for (a trans counts for its own users).
-  auto dotUses = [&](const Value *v) {
-    int n = 0;
-    for (const Op *dot : dots)
-      for (int i = 0; i < 2; ++i)
-        n += dot->operand(i) == v;
-    return n;
-  };
-  for (const Op *def : loadOrder) {
-    // Every use is a dot operand, directly or through a trans only dots read,
-    // and each reads the same tile the same way round.
-    const std::vector<Use> &us = loadUses[def];
-    // The tile a use reads, and whether it holds the loaded value transposed.
-    auto tileOf = [](const Use &u, SharedTile &tile) {
-      OperandTiles tiles = operandTiles(*u.dot);
-      tile = u.operand == 0 ? tiles.a : tiles.b;
-      return (u.operand == 1 && !tiles.bKRows) != u.viaTrans;
-    };
-    SharedTile tile;
-    bool transposed = tileOf(us.front(), tile), ok = true;
-    int direct = 0;
-    std::set<const Op *> transes;
-    for (const Use &u : us) {
-      SharedTile t;
-      ok &= tileOf(u, t) == transposed && t.rows == tile.rows && t.rowBytes == tile.rowBytes &&
-            t.swizzle == tile.swizzle;
-      if (u.viaTrans)
-        transes.insert(u.dot->operand(u.operand)->def);
-      else
-        ++direct;
-    }
-    for (const Op *trans : transes)
-      ok &= useCount(counts, trans->result()) == dotUses(trans->result());
-    ok &= useCount(counts, def->result()) == direct + (int)transes.size();
-    PipelinedLoad l;
-    ok = ok && (def->kind == OpKind::LoadBlock
-                    ? blockPipelineable(forOp, *def, counts, l)
-                    : def->result()->type.rank() == 2 && pipelineable(forOp, *def, counts, l));
-    if (!ok)
+  LoopDots ld = loopDots(body);
+  for (const Op *def : ld.loads) {
+    if (def->intAttr("pipeline_copy") != 1)
       continue;
-    l.tile = tile;
-    l.transposed = transposed;
+    PipelinedLoad l;
+    if (!copyAddress(forOp, *def, l))
+      throw std::logic_error("a load marked for copying ahead has no address to copy from");
+    const std::vector<OperandUse> &us = ld.uses[def];
+    l.transposed = tileOfUse(us.front(), l.tile);
     l.bytes = dtypeBytes(def->result()->type.dtype);
     l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-    const TVal &ptr = l.carried >= 0        ? carried[l.carried]
-                      : !l.ptrSlice.empty() ? TVal{layoutFor(def->result()), {}}
-                                            : val(l.base);
-    if (l.block() || !l.ptrSlice.empty()) {
-      l.layout = layoutFor(def->result()); // the coalescing pass's
-    } else if (ptr.isTensor() && !ptr.uniform) {
-      const LayoutEncoding *e = layoutEncoding(def->result()->type);
-      l.layout = e ? intern(e->layout) : ptr.layout;
-    }
-    if (!copyable(*this, l, ptr))
-      continue;
-    for (const Use &u : us)
+    // The layout the copies are issued in: the load's (the coalescing pass's),
+    // or for a carried pointer tensor without one, the pointer's.
+    const LayoutEncoding *e = layoutEncoding(def->result()->type);
+    l.layout = l.block() || !l.ptrSlice.empty() || e ? layoutFor(def->result())
+                                                     : carried[l.carried].layout;
+    l.vec = std::min(contiguousRegisters(*l.layout, l.transposed ? 0 : 1), 16 / l.bytes);
+    for (const OperandUse &u : us)
       p->genericReads |= wgmmaLayout(*u.dot) == nullptr;
     p->loads.push_back(std::move(l));
   }
-  if (p->loads.empty())
-    return nullptr;
-  p->tma = std::all_of(p->loads.begin(), p->loads.end(),
-                       [&](const PipelinedLoad &l) { return tmaCopyable(l); });
-  if (!p->tma) // (with TMA the loads no dot reads stay as written: its copies take tiles only)
-    addValueLoads(*this, forOp, counts, *p);
-  // One dot whose operands are both copied, accumulating into an f32 the loop
-  // carries through it alone, can stay asynchronous on the tensor cores.
-  const Op &dot = *dots.front();
+  p->tma = forOp.intAttr("pipeline_tma") != 0;
+  for (auto &opPtr : body.ops) { // the loads no dot reads, read back from the stage
+    const Op &load = *opPtr;
+    if (load.intAttr("pipeline_copy") != 2)
+      continue;
+    PipelinedLoad l;
+    if (!copyAddress(forOp, load, l))
+      throw std::logic_error("a load marked for copying ahead has no address to copy from");
+    l.layout = layoutFor(load.result());
+    l.bytes = dtypeBytes(load.result()->type.dtype);
+    l.vec = std::min(contiguousRegisters(*l.layout, l.layout->rank() - 1), 16 / l.bytes);
+    l.value = true;
+    l.slotBytes = (load.result()->type.numel() * l.bytes + 127) / 128 * 128;
+    p->loads.push_back(std::move(l));
+  }
+  const Op &dot = *ld.dots.front();
   p->dot = &dot;
-  const Op *reset = resetAccumulator(dot, counts);
-  const Value *acc = reset ? reset->operand(2) : dot.operand(2);
-  int operandLoads = (int)std::count_if(p->loads.begin(), p->loads.end(),
-                                        [](const PipelinedLoad &l) { return !l.value; });
-  p->asyncDot = dots.size() == 1 && operandLoads == 2 && wgmmaLayout(dot) &&
-                acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
-                body.terminator()->operand(acc->index - 1) == dot.result() &&
-                usedOnce(counts, acc) && readLaterOnlyInIfs(body, dot, counts, p->drains);
-  if (p->asyncDot && reset) {
-    const Op *splat = reset->operand(0)->def;
-    p->reset = splat->operand(0);
-    skipped.insert(reset);
-    if (usedOnce(counts, splat->result()))
-      skipped.insert(splat);
+  p->asyncDot = dot.intAttr("pipeline_async") != 0;
+  if (p->asyncDot) {
+    readLaterOnlyInIfs(body, dot, counts, p->drains);
+    if (const Op *reset = resetAccumulator(dot, counts)) {
+      const Op *splat = reset->operand(0)->def;
+      p->reset = splat->operand(0);
+      skipped.insert(reset);
+      if (usedOnce(counts, splat->result()))
+        skipped.insert(splat);
+    }
   }
-  if (!p->asyncDot) {
-    p->drains.clear();
-    findDeferredDots(body, dots, *p, counts, opts.numWarps * 32);
-  }
+  for (const Op *d : ld.dots)
+    if (int64_t k = d->intAttr("pipeline_deferred", -1); k >= 0)
+      p->deferred[d] = (int)k;
   int64_t slotBytes = 0;
   for (PipelinedLoad &l : p->loads) {
     l.offset = slotBytes; // times the stages, below
