@@ -27,9 +27,9 @@ int archNumber(const std::string &arch) {
   return std::atoi(arch.c_str() + at);
 }
 
-Lowering::Lowering(const Function &f, const GpuOptions &o) : fn(f), opts(o) {
+Lowering::Lowering(const Function &f, const GpuOptions &o, AxisInfoMap info)
+    : fn(f), opts(o), axisInfo(std::move(info)) {
   arch = archNumber(opts.arch);
-  axisInfo = analyzeAxisInfo(fn);
   minElementBytes_ = minAccessBytes(fn);
 }
 
@@ -569,9 +569,19 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
                                 " is not supported: tilec needs sm_80 or newer");
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes rewrite the copy
-  runGpuPasses(*gpu, opts);
+  // The pipelining pass only marks ops: the axis info of the values it sees
+  // is the lowering's too.
+  AxisInfoMap info;
+  for (const GpuPass &pass : kGpuPasses) {
+    if (std::string_view(pass.name) == "gpu-pipeline-loops") {
+      info = analyzeAxisInfo(*gpu);
+      pipelineLoops(*gpu, opts, info);
+    } else {
+      pass.run(*gpu, opts);
+    }
+  }
   verify(*gpu, /*gpuLevel=*/true);
-  PtxKernel out = Lowering(*gpu, opts).run();
+  PtxKernel out = Lowering(*gpu, opts, std::move(info)).run();
   out.gpuIr = printFunction(*gpu);
   out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -198,7 +198,9 @@ int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int num
 
 class Lowering {
 public:
-  Lowering(const Function &fn, const GpuOptions &opts);
+  // `axisInfo`: analyzeAxisInfo(fn), computed once for the passes after the
+  // last that changes values and for the lowering.
+  Lowering(const Function &fn, const GpuOptions &opts, AxisInfoMap axisInfo);
   PtxKernel run();
 
   // --- shared by every op family

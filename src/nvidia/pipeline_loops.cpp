@@ -248,8 +248,8 @@ LinearLayout layoutOf(const Value *v, int minAccessBytes, int numWarps) {
 // block pointer: the boxes already taken by earlier loops and TMA stores).
 class LoopPipeliner {
 public:
-  LoopPipeliner(Function &fn, const GpuOptions &opts)
-      : fn_(fn), opts_(opts), arch_(archNumber(opts.arch)), info_(analyzeAxisInfo(fn)),
+  LoopPipeliner(Function &fn, const GpuOptions &opts, const AxisInfoMap &info)
+      : fn_(fn), opts_(opts), arch_(archNumber(opts.arch)), info_(info),
         counts_(countUses(*fn.body)), minBytes_(minAccessBytes(fn)) {}
 
   void run() { visit(*fn_.body); }
@@ -446,7 +446,7 @@ private:
   Function &fn_;
   const GpuOptions &opts_;
   int arch_;
-  AxisInfoMap info_;
+  const AxisInfoMap &info_;
   UseCounts counts_;
   int minBytes_;
   // The box and element bytes of each block pointer's tensor map.
@@ -542,6 +542,12 @@ bool readLaterOnlyInIfs(const Block &body, const Op &dot, const UseCounts &count
   return inYield == 1 && useCount(counts, r) == 1 + reads;
 }
 
-void pipelineLoops(Function &fn, const GpuOptions &opts) { LoopPipeliner(fn, opts).run(); }
+void pipelineLoops(Function &fn, const GpuOptions &opts, const AxisInfoMap &info) {
+  LoopPipeliner(fn, opts, info).run();
+}
+
+void pipelineLoops(Function &fn, const GpuOptions &opts) {
+  pipelineLoops(fn, opts, analyzeAxisInfo(fn));
+}
 
 } // namespace tilec::nvidia

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "nvidia/axis_info.h"
 #include "nvidia/codegen.h"
 #include "nvidia/linear_layout.h"
 
@@ -20,6 +21,8 @@ namespace tilec::nvidia {
 //   dot:             pipeline_async (1: runs on across iterations),
 //                    pipeline_deferred (k: accumulates into carried value k past the iteration)
 void pipelineLoops(Function &fn, const GpuOptions &opts);
+// The same, with analyzeAxisInfo(fn) given.
+void pipelineLoops(Function &fn, const GpuOptions &opts, const AxisInfoMap &info);
 
 // How the address of a load of loop `forOp` moves, so that copies can compute
 // it for a later iteration: a pointer tensor the loop carries and advances by
