@@ -8,6 +8,7 @@
 // Repeats until nothing more goes.
 #include "passes/passes.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -67,19 +68,26 @@ void forgetUses(Op &op, UseCounts &counts) {
 }
 
 // One backward sweep: users go before the ops that define their operands.
+// The survivors are moved out in one pass (erasing each dead op in place
+// would shift the rest of the block every time).
 bool removeDeadOps(Block &block, UseCounts &counts) {
   bool changed = false;
+  std::vector<std::unique_ptr<Op>> kept;
+  kept.reserve(block.ops.size());
   for (size_t i = block.ops.size(); i-- > 0;) {
     Op &op = *block.ops[i];
     if (isRemovable(op) && isUnused(op, counts)) {
       forgetUses(op, counts);
-      block.ops.erase(block.ops.begin() + i);
+      block.ops[i].reset();
       changed = true;
       continue;
     }
     for (auto &region : op.regions)
       changed |= removeDeadOps(*region, counts);
+    kept.push_back(std::move(block.ops[i]));
   }
+  std::reverse(kept.begin(), kept.end());
+  block.ops = std::move(kept);
   return changed;
 }
 
