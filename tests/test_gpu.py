@@ -845,6 +845,27 @@ def test_loads_no_dot_reads_are_copied_ahead_with_the_operands():
 
 
 @needs_ptxas
+@pytest.mark.parametrize("stages", [1, 3])
+def test_a_loop_without_dots_copies_ahead_where_tl_range_asks(stages):
+    """tl.range(num_stages=3) on a reduction loop: its loads go by cp.async
+    into stages and are read back (no ld.global in the loop); the loop that
+    stores runs as written, and so does one with num_stages=1."""
+    import test_kernels
+    sig = {"y_ptr": "*fp32", "x_ptr": "*fp32", "stats_ptr": "*fp32", "n": "i32"}
+    k = tilec.compile(test_kernels.streamed_norm_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, constexprs={"BLOCK": 1024, "STAGES": stages},
+                      divisible_by_16=["n"])
+    reduce_loop, store_loop = loop_bodies(k.asm["ptx"])
+    assert "ld.global" in store_loop and "cp.async" not in store_loop
+    if stages == 1:
+        assert "ld.global" in reduce_loop and "cp.async" not in reduce_loop
+    else:
+        assert "ld.global" not in reduce_loop
+        assert "cp.async.cg.shared.global" in reduce_loop and "ld.shared" in reduce_loop
+        assert "pipeline_stages = 3" in k.asm["tilegpu"]
+
+
+@needs_ptxas
 @pytest.mark.parametrize("a_invariant", [False, True])
 def test_dots_accumulating_in_place_run_on_only_behind_a_synchronous_dot(a_invariant):
     """With no synchronous wgmma dot in the loop nothing would wait for a dot

@@ -109,6 +109,46 @@ def test_row_softmax(rng, n_rows, n_cols):
 
 
 @tilec.jit
+def streamed_norm_kernel(y_ptr, x_ptr, stats_ptr, n, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    """Group norm's shape: a reduction loop that asks for its loads to be
+    copied ahead, then a normalizing loop that stores (and so runs as written)."""
+    x_ptr += tl.program_id(0) * n
+    y_ptr += tl.program_id(0) * n
+    cols = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    total_sq = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in tl.range(0, n, BLOCK, num_stages=STAGES):
+        x = tl.load(x_ptr + start + cols, mask=start + cols < n, other=0.0).to(tl.float32)
+        total += x
+        total_sq += x * x
+    mean = tl.sum(total, axis=0) / n
+    rstd = tl.rsqrt(tl.sum(total_sq, axis=0) / n - mean * mean + 1e-5)
+    tl.store(stats_ptr + 2 * tl.program_id(0), mean)
+    tl.store(stats_ptr + 2 * tl.program_id(0) + 1, rstd)
+    for start in tl.range(0, n, BLOCK, num_stages=STAGES):
+        mask = start + cols < n
+        x = tl.load(x_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + start + cols, ((x - mean) * rstd).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("n,stages", [(1000, 3), (4096, 4), (77, 2), (5000, 1)])
+def test_streamed_reduction_copied_ahead(rng, dtype, n, stages):
+    rows, block = 5, 256
+    x = nonzero(rng, (rows, n)).astype(dtype)
+    y = np.zeros_like(x)
+    stats = np.zeros((rows, 2), np.float32)
+    streamed_norm_kernel[(rows,)](y, x, stats, n, BLOCK=block, STAGES=stages)
+    xf = x.astype(np.float64)
+    mean, var = xf.mean(axis=1), xf.var(axis=1)
+    np.testing.assert_allclose(stats[:, 0], mean, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(stats[:, 1], 1 / np.sqrt(var + 1e-5), rtol=1e-3)
+    ref = (xf - mean[:, None]) / np.sqrt(var[:, None] + 1e-5)
+    tol = 1e-3 if dtype == np.float32 else 1e-2
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=tol, atol=tol)
+
+
+@tilec.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                   stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_K: tl.constexpr):

@@ -119,7 +119,11 @@ struct Pipeline {
   std::unique_ptr<Flat> flat;
   // The carried scalars the copies compute from, each stepped by a
   // loop-invariant amount: (that amount, its value for the next iteration copied).
-  std::map<const Value *, std::pair<const Value *, std::string>> stepped;
+  // In the order the loop carries them (the PTX must not depend on addresses).
+  struct ByIndex {
+    bool operator()(const Value *a, const Value *b) const { return a->index < b->index; }
+  };
+  std::map<const Value *, std::pair<const Value *, std::string>, ByIndex> stepped;
   // Dots (wgmma, f32) whose accumulator the loop carries and reads again only
   // after a synchronous wgmma of the next iteration (attention's p @ v): they
   // run on while the loop goes on, accumulating straight into the carried

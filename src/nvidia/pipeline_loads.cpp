@@ -196,10 +196,10 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     l.slotBytes = (load.result()->type.numel() * l.bytes + 127) / 128 * 128;
     p->loads.push_back(std::move(l));
   }
-  const Op &dot = *ld.dots.front();
-  p->dot = &dot;
-  p->asyncDot = dot.intAttr("pipeline_async") != 0;
+  p->dot = ld.dots.empty() ? nullptr : ld.dots.front(); // (a loop of value loads alone: none)
+  p->asyncDot = p->dot && p->dot->intAttr("pipeline_async") != 0;
   if (p->asyncDot) {
+    const Op &dot = *p->dot;
     readLaterOnlyInIfs(body, dot, counts, p->drains);
     if (const Op *reset = resetAccumulator(dot, counts)) {
       const Op *splat = reset->operand(0)->def;

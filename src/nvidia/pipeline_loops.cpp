@@ -14,7 +14,10 @@
 // or several (attention's q @ k and p @ v, its backward's four). On sm_90,
 // tiles of block pointers whose base, sizes and strides come from the
 // arguments go by TMA. Without TMA, the loads no dot reads go along (copied
-// into row-major buffers) where each thread moves whole vectors. Other loads
+// into row-major buffers) where each thread moves whole vectors. A loop
+// without tensor-core dots copies such loads ahead only where
+// tl.range(num_stages=) asks (as Triton does: with many programs in flight,
+// the round trip through shared memory costs more than it hides). Other loads
 // run as written.
 #include "nvidia/pipeline_loops.h"
 
@@ -323,13 +326,15 @@ private:
 
   // The loads of the body that no dot reads, whose address (and mask) can be
   // computed ahead and whose threads each move whole vectors of 4 to 16
-  // bytes: copied with the dots' operands, read back from the stage.
-  void markValueLoads(Op &forOp) {
+  // bytes: copied with the dots' operands, read back from the stage. Whether
+  // any was marked.
+  bool markValueLoads(Op &forOp) {
     Block &body = *forOp.regions[0];
     bool writes = false; // a load copied ahead could miss what the loop writes before it runs
     walk(body, [&](Op *op) { writes |= op->has(EFFECT); });
     if (writes)
-      return;
+      return false;
+    bool marked = false;
     for (auto &opPtr : body.ops) {
       Op &load = *opPtr;
       if (load.kind != OpKind::Load || load.intAttr("pipeline_copy") ||
@@ -351,7 +356,9 @@ private:
       if (proven < vec || (size != 4 && size != 8 && size != 16))
         continue;
       load.setAttr("pipeline_copy", int64_t(2));
+      marked = true;
     }
+    return marked;
   }
 
   void decide(Op &forOp) {
@@ -375,6 +382,16 @@ private:
     if (nestedDots)
       return;
     LoopDots ld = loopDots(body);
+    // A loop without tensor-core dots copies its loads ahead where
+    // tl.range(num_stages=) asks for it (a reduction streaming through memory
+    // with few programs in flight); by default it runs as written.
+    if (ld.dots.empty()) {
+      if (forOp.attr("num_stages") && markValueLoads(forOp)) {
+        forOp.setAttr("pipeline_stages", int64_t(stages));
+        forOp.setAttr("pipeline_tma", int64_t(0));
+      }
+      return;
+    }
     // Uses of a value the dots account for (a trans counts for its own users).
     auto dotUses = [&](const Value *v) {
       int n = 0;

@@ -15,7 +15,8 @@
 namespace tilec::nvidia {
 
 // Decides, for each for loop of `fn`, which loads are copied to shared memory
-// num_stages-1 iterations ahead, and records it in the IR:
+// num_stages-1 iterations ahead (a loop without tensor-core dots only where
+// tl.range(num_stages=) asks), and records it in the IR:
 //   for:             pipeline_stages (>= 2), pipeline_tma (1: every copy by TMA)
 //   load/load_block: pipeline_copy (1: the tile of a dot operand, 2: a value no dot reads)
 //   dot:             pipeline_async (1: runs on across iterations),
