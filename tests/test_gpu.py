@@ -1160,10 +1160,43 @@ def test_stores_with_unproven_strides_go_out_without_tma(dtype):
 
 
 @needs_ptxas
-def test_descriptors_with_unproven_strides_copy_without_tma():
-    """TMA needs 16-byte multiples as strides: unproven, no copy is a TMA one."""
+def test_descriptors_copy_by_tma_where_strides_are_16_byte_multiples():
+    """TMA needs strides that are multiples of 16 bytes, and takes tiles of any
+    size. compile() takes a tensordesc's strides as such (Triton's
+    TensorDescriptor holds no other), sizes proven or not; a launch
+    specializes each stride as it finds it, and without that proof no copy is
+    a TMA one."""
     k = _host_descriptor_attention(divisible=False)
-    assert "cp.async.bulk" not in k.asm["ptx"] and k.metadata.tensor_maps == []
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert body.count("cp.async.bulk.tensor.2d") == 2 and len(k.metadata.tensor_maps) == 3
+    from tilec import _args
+    from tilec.tools.tensor_descriptor import TensorDescriptor
+    x = np.zeros((4, 72), np.float16)
+    for strides, expected in (((72, 1), 8), ((64, 1), 16), ((36, 1), 1)):
+        spec, _ = _args.specialize("d", TensorDescriptor(x, (4, 36), strides, [4, 16]), False,
+                                   True)
+        assert spec[5] == (1, 1, expected, 1)  # sizes 4 and 36, then the strides
+    import test_kernels
+    fields = {"desc_q": "desc", "desc_k": "desc", "desc_v": "desc", "desc_o": "desc"}
+    specs = []
+    for i, name in enumerate(test_kernels.attn_host_descriptor_kernel.arg_names):
+        if name in fields:
+            d = tilec.compiler.compiler._spec(name, "tensordesc<fp16[64, 64]>" if name in
+                                              ("desc_k", "desc_v") else "tensordesc<fp16[128, 64]>",
+                                              False)
+            specs.append(d[:5] + ((1, 1, 1, 1),) + d[6:])  # strides unproven
+        elif name == "sm_scale":
+            specs.append(("float", "f32"))
+        elif name == "N":
+            specs.append(("int", "i32", 16))
+        else:
+            specs.append(("constexpr", {"D": 64, "BM": 128, "BN": 64, "CAUSAL": False}[name]))
+    fn = test_kernels.attn_host_descriptor_kernel
+    compiled, log = fn._compile_ir(tuple(specs), "sm_90a")
+    gpu = tilec.compiler.compiler.gpu_kernel(fn, compiled, tuple(specs), log, "sm_90a",
+                                             {**tilec.compiler.compiler.DEFAULT_GPU_OPTIONS,
+                                              "num_stages": 2})
+    assert "cp.async.bulk" not in gpu.ptx and gpu.tensor_maps == []
 
 
 @needs_ptxas

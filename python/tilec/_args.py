@@ -17,6 +17,10 @@ _DTYPES = {
 }
 
 
+_ELEMENT_BYTES = {"i1": 1, "i8": 1, "u8": 1, "f8e4m3": 1, "f8e5m2": 1, "i16": 2, "u16": 2,
+                  "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
+
+
 def _torch_dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
@@ -179,11 +183,18 @@ def specialize(name, value, constexpr_param, specialize_ints):
                              f"got {value.padding!r}")
         ptr = data_pointer(value.base)
         # Specialized as Triton's TMA descriptors are: sizes and strides that
-        # are multiples of 16, and unit strides (the last, as TMA requires).
-        dims = (*value.shape, *value.strides)
-        sixteen = tuple(16 if specialize_ints and v % 16 == 0 else 1 for v in dims)
+        # are multiples of 16, and unit strides (the last, as TMA requires);
+        # a stride that is a multiple of 16 bytes (what TMA needs) is one too.
+        elem = element_type(value.base, name)
+        floor = max(1, 16 // _ELEMENT_BYTES.get(elem, 16))  # 16 bytes, in elements
+
+        def divisor(v, stride):
+            return 16 if v % 16 == 0 else floor if stride and v % floor == 0 else 1
+
+        dims = [(v, False) for v in value.shape] + [(v, True) for v in value.strides]
+        sixteen = tuple(divisor(v, stride) if specialize_ints else 1 for v, stride in dims)
         unit = tuple(specialize_ints and s == 1 for s in value.strides)
-        spec = ("desc", element_type(value.base, name), 16 if ptr % 16 == 0 else 1,
+        spec = ("desc", elem, 16 if ptr % 16 == 0 else 1,
                 tuple(value.block_shape), value.padding, sixteen, unit)
         return spec, [ptr, *value.shape, *value.strides]
     raise TypeError(

@@ -425,13 +425,18 @@ private:
       ok = ok && (def->kind == OpKind::LoadBlock || def->result()->type.rank() == 2) &&
            copyAddress(forOp, *def, c.address);
       c.bytes = dtypeBytes(def->result()->type.dtype);
-      if (ok && copyable(c, copyLayout(c, body)))
+      // (TMA needs no vectors: it takes tiles of any size, bounds and all.)
+      if (ok && (copyable(c, copyLayout(c, body)) || tmaCopyable(c)))
         copies.push_back(std::move(c));
     }
-    if (copies.empty())
-      return;
     bool tma = std::all_of(copies.begin(), copies.end(),
                            [&](const Copy &c) { return tmaCopyable(c); });
+    if (!tma) // cp.async copies whole vectors
+      copies.erase(std::remove_if(copies.begin(), copies.end(),
+                                  [&](const Copy &c) { return !copyable(c, copyLayout(c, body)); }),
+                   copies.end());
+    if (copies.empty())
+      return;
     forOp.setAttr("pipeline_stages", int64_t(stages));
     forOp.setAttr("pipeline_tma", int64_t(tma));
     for (const Copy &c : copies) {

@@ -28,6 +28,8 @@ _TYPE_NAMES = {
     "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2", "fp16": "f16", "bf16": "bf16", "fp32": "f32",
     "fp64": "f64",
 }
+_TYPE_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4,
+               "u64": 8, "fp8e4nv": 1, "fp8e5": 1, "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8}
 
 
 # Shared memory one block may opt in to, by compute capability (CUDA's tables).
@@ -186,13 +188,18 @@ class CompiledKernel:
 
 def _descriptor_spec(name, type_string, divisible):
     """A host TensorDescriptor argument typed 'tensordesc<fp16[64, 64]>'. As Triton
-    assumes for TMA descriptors, the last stride is 1; `divisible` marks sizes and
-    strides as multiples of 16."""
+    assumes for TMA descriptors, the last stride is 1 and the others are multiples
+    of 16 bytes; `divisible` marks sizes and strides as multiples of 16 elements."""
     match = re.fullmatch(r"tensordesc<(\w+)\[([\d,\s]+)\]>", type_string.replace(" ", ""))
     if not match or match.group(1) not in _TYPE_NAMES:
         raise ValueError(f"argument '{name}': unknown descriptor type {type_string!r}")
     block = tuple(int(b) for b in match.group(2).split(","))
-    sixteen = (16 if divisible else 1,) * (2 * len(block) - 1) + (1,)
+    rank = len(block)
+    if divisible:
+        sixteen = (16,) * (2 * rank - 1) + (1,)
+    else:  # (Triton's TensorDescriptor holds no other: TMA takes no other)
+        stride = max(1, 16 // _TYPE_BYTES[match.group(1)])
+        sixteen = (1,) * rank + (stride,) * (rank - 1) + (1,)
     unit = (False,) * (len(block) - 1) + (True,)
     return ("desc", _TYPE_NAMES[match.group(1)], 16, block, "zero", sixteen, unit)
 
