@@ -1,3 +1,6 @@
+// Requires: layouts in the types (after gpu-remove-conversions). Preserves:
+// the IR, adding attributes only. Invalidates: nothing.
+//
 // Software pipelining, decided: for each for loop (num_stages >= 2), the
 // loads whose tiles are copied to shared memory num_stages-1 iterations ahead
 // while the current one is computed, each straight into the swizzled tile its
