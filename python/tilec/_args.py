@@ -17,8 +17,11 @@ _DTYPES = {
 }
 
 
-_ELEMENT_BYTES = {"i1": 1, "i8": 1, "u8": 1, "f8e4m3": 1, "f8e5m2": 1, "i16": 2, "u16": 2,
-                  "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
+def tma_stride_divisor(element):
+    """A stride of 16 bytes, in elements of Tile IR type `element`: TMA takes
+    strides that are multiples of it."""
+    bits = next((b for t, b, _ in tl._DTYPES.values() if t == element), 128)
+    return max(1, 128 // max(bits, 8))
 
 
 def _torch_dtype_name(dtype):
@@ -186,7 +189,7 @@ def specialize(name, value, constexpr_param, specialize_ints):
         # are multiples of 16, and unit strides (the last, as TMA requires);
         # a stride that is a multiple of 16 bytes (what TMA needs) is one too.
         elem = element_type(value.base, name)
-        floor = max(1, 16 // _ELEMENT_BYTES.get(elem, 16))  # 16 bytes, in elements
+        floor = tma_stride_divisor(elem)
 
         def divisor(v, stride):
             return 16 if v % 16 == 0 else floor if stride and v % floor == 0 else 1

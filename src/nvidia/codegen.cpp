@@ -51,6 +51,11 @@ int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int num
   return (int)std::min<int64_t>(16 / minAccessBytes, std::max<int64_t>(1, numel / threads));
 }
 
+LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAccessBytes,
+                                  int numWarps) {
+  return blockedLayout(shape, defaultVector(shape, minAccessBytes, numWarps), numWarps);
+}
+
 void Lowering::unsupported(const Op &op, const std::string &what) {
   throw CompileError(op.loc, what + " is not supported on " + opts.arch);
 }
@@ -78,8 +83,7 @@ const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
   auto it = defaults_.find(shape);
   if (it != defaults_.end())
     return it->second;
-  int vec = defaultVector(shape, minElementBytes_, opts.numWarps);
-  const LinearLayout *l = intern(blockedLayout(shape, vec, opts.numWarps));
+  const LinearLayout *l = intern(defaultBlockedLayout(shape, minElementBytes_, opts.numWarps));
   defaults_[shape] = l;
   return l;
 }

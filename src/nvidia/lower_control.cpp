@@ -74,7 +74,7 @@ void Lowering::lowerFor(const Op &op) {
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   stageLoopInvariantOperands(op);
-  std::unique_ptr<Pipeline> pipeline = planPipeline(op, carried);
+  std::unique_ptr<Pipeline> pipeline = planPipeline(op);
   if (pipeline) {
     beginPipeline(*pipeline, op, carried); // planPipeline registered its loads
     pipeline->iv = iv;

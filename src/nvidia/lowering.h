@@ -199,6 +199,9 @@ int vectorDim(const LinearLayout &l);
 // 16 bytes of that element, at most what the block leaves each thread.
 int minAccessBytes(const Function &fn);
 int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int numWarps);
+// The blocked layout of a tensor no pass gave one, with defaultVector's vectors.
+LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAccessBytes,
+                                  int numWarps);
 
 class Lowering {
 public:
@@ -399,7 +402,7 @@ public:
   void bindAccumulator(const Op &op, const LinearLayout *layout,
                        const std::vector<std::string> &acc, bool integer);
   // Software pipelining of the loads pipelineLoops marked (pipeline_loads.cpp).
-  std::unique_ptr<Pipeline> planPipeline(const Op &forOp, const std::vector<TVal> &carried);
+  std::unique_ptr<Pipeline> planPipeline(const Op &forOp);
   void beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried);
   void pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv);
   void endIteration(Pipeline &p);

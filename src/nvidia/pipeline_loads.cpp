@@ -152,8 +152,7 @@ static void findSteppedScalars(const Block &body, Pipeline &p) {
   });
 }
 
-std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
-                                                 const std::vector<TVal> &carried) {
+std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
   int stages = (int)forOp.intAttr("pipeline_stages");
   if (stages < 2)
     return nullptr;
@@ -171,11 +170,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp,
     l.transposed = tileOfUse(us.front(), l.tile);
     l.bytes = dtypeBytes(def->result()->type.dtype);
     l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
-    // The layout the copies are issued in: the load's (the coalescing pass's),
-    // or for a carried pointer tensor without one, the pointer's.
-    const LayoutEncoding *e = layoutEncoding(def->result()->type);
-    l.layout = l.block() || !l.ptrSlice.empty() || e ? layoutFor(def->result())
-                                                     : carried[l.carried].layout;
+    l.layout = layoutFor(def->result()); // the coalescing pass's: the copies are issued in it
     l.vec = std::min(contiguousRegisters(*l.layout, l.transposed ? 0 : 1), 16 / l.bytes);
     for (const OperandUse &u : us)
       p->genericReads |= wgmmaLayout(*u.dot) == nullptr;

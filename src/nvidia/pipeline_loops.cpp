@@ -242,12 +242,11 @@ std::map<const Op *, int> deferredDots(const Block &body, const std::vector<cons
   return deferred;
 }
 
-// The layout of `v` in the lowering: its encoding, else the default one.
+// The layout of `v` in the lowering (Lowering::layoutFor): its encoding,
+// else the default one.
 LinearLayout layoutOf(const Value *v, int minAccessBytes, int numWarps) {
-  if (const LayoutEncoding *e = layoutEncoding(v->type))
-    return e->layout;
-  const std::vector<int64_t> &shape = v->type.shape;
-  return blockedLayout(shape, defaultVector(shape, minAccessBytes, numWarps), numWarps);
+  const LayoutEncoding *e = layoutEncoding(v->type);
+  return e ? e->layout : defaultBlockedLayout(v->type.shape, minAccessBytes, numWarps);
 }
 
 // The decisions for one loop, made in program order (tensor maps are one per
@@ -303,13 +302,9 @@ private:
     return vec * c.bytes >= 4 && proven >= vec;
   }
 
-  // The layout the copies of `c` are issued in: the load's (the coalescing
-  // pass's), or for a carried pointer tensor without one, the pointer's.
-  LinearLayout copyLayout(const Copy &c, const Block &body) const {
-    const Value *result = c.address.load->result();
-    if (c.address.block() || !c.address.ptrSlice.empty() || layoutEncoding(result->type))
-      return layoutOf(result, minBytes_, opts_.numWarps);
-    return layoutOf(body.args[c.address.carried + 1].get(), minBytes_, opts_.numWarps);
+  // The layout the copies of `c` are issued in: the load's (the coalescing pass's).
+  LinearLayout copyLayout(const Copy &c) const {
+    return layoutOf(c.address.load->result(), minBytes_, opts_.numWarps);
   }
 
   // Whether TMA copies `c`: a 2-D block pointer's tile as loaded, which the
@@ -429,14 +424,14 @@ private:
            copyAddress(forOp, *def, c.address);
       c.bytes = dtypeBytes(def->result()->type.dtype);
       // (TMA needs no vectors: it takes tiles of any size, bounds and all.)
-      if (ok && (copyable(c, copyLayout(c, body)) || tmaCopyable(c)))
+      if (ok && (copyable(c, copyLayout(c)) || tmaCopyable(c)))
         copies.push_back(std::move(c));
     }
     bool tma = std::all_of(copies.begin(), copies.end(),
                            [&](const Copy &c) { return tmaCopyable(c); });
     if (!tma) // cp.async copies whole vectors
       copies.erase(std::remove_if(copies.begin(), copies.end(),
-                                  [&](const Copy &c) { return !copyable(c, copyLayout(c, body)); }),
+                                  [&](const Copy &c) { return !copyable(c, copyLayout(c)); }),
                    copies.end());
     if (copies.empty())
       return;

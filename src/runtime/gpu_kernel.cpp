@@ -221,8 +221,8 @@ bool parseParams(const std::string &codes, std::vector<nvidia::ParamKind> &out) 
 // What no compile produces: a kernel read back with these is not one.
 bool isPlausible(const GpuKernel &k) {
   return !k.name.empty() && !k.ptx.empty() && k.arch == k.options.arch && k.numThreads > 0 &&
-         k.sharedBytes >= 0 && k.numRegs >= -1 && k.spillBytes >= 0 && k.stackBytes >= 0 && k.options.numWarps > 0 &&
-         k.options.numStages >= 0;
+         k.sharedBytes >= 0 && k.numRegs >= -1 && k.spillBytes >= 0 && k.stackBytes >= 0 &&
+         k.options.numWarps > 0 && k.options.numStages >= 0;
 }
 
 } // namespace

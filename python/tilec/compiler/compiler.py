@@ -28,8 +28,6 @@ _TYPE_NAMES = {
     "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2", "fp16": "f16", "bf16": "bf16", "fp32": "f32",
     "fp64": "f64",
 }
-_TYPE_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4,
-               "u64": 8, "fp8e4nv": 1, "fp8e5": 1, "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8}
 
 
 # Shared memory one block may opt in to, by compute capability (CUDA's tables).
@@ -198,9 +196,9 @@ def _descriptor_spec(name, type_string, divisible):
     if divisible:
         sixteen = (16,) * (2 * rank - 1) + (1,)
     else:  # (Triton's TensorDescriptor holds no other: TMA takes no other)
-        stride = max(1, 16 // _TYPE_BYTES[match.group(1)])
+        stride = _args.tma_stride_divisor(_TYPE_NAMES[match.group(1)])
         sixteen = (1,) * rank + (stride,) * (rank - 1) + (1,)
-    unit = (False,) * (len(block) - 1) + (True,)
+    unit = (False,) * (rank - 1) + (True,)
     return ("desc", _TYPE_NAMES[match.group(1)], 16, block, "zero", sixteen, unit)
 
 
