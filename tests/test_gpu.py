@@ -1312,3 +1312,47 @@ def test_16_bit_accumulators_go_to_shared_memory_by_whole_matrices():
     assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in k.asm["ptx"]
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in k.asm["ptx"]  # x, to the accumulator's layout
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in k.asm["ptx"]  # y, to its transpose
+
+
+def _warp_specialized_matmul(warps, BM, target="sm_90a"):
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    return tilec.compile(test_kernels.ws_persistent_matmul_kernel, signature=sig, target=target,
+                         num_warps=warps, num_stages=3,
+                         constexprs={"BM": BM, "BN": 64, "BK": 64, "PROGRAMS": 3},
+                         divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "K"])
+
+
+@needs_ptxas
+@pytest.mark.parametrize("warps,BM", [(4, 64), (8, 128)])
+def test_a_producer_warpgroup_issues_the_copies(warps, BM):
+    """tl.range(warp_specialize=True) on sm_90a: a fifth (ninth) warpgroup's one
+    thread issues every TMA copy into the ring; the kernel's warps wait for
+    each slot, run wgmma and free the slot, syncing among themselves only.
+    With 8 consumer warps the producer hands its registers over (setmaxnreg)."""
+    k = _warp_specialized_matmul(warps, BM)
+    ptx = k.asm["ptx"]
+    consumers = 32 * warps
+    assert k.metadata.num_warps == warps + 4
+    assert f".maxntid {consumers + 128}, 1, 1" in ptx
+    assert "gpu.warp_specialize" in k.asm["tilegpu"] and "gpu.produce" in k.asm["tilegpu"]
+    consumer_part, producer_part = ptx.split("\n$L_producer_")
+    assert "cp.async.bulk.tensor.2d.shared::cluster" not in consumer_part
+    assert producer_part.count("cp.async.bulk.tensor.2d.shared::cluster") == 2  # A and B
+    setup, consumers_only = consumer_part.split(" bra $L_producer_")
+    assert "bar.sync 0" in setup and "mbarrier.init" in setup  # every thread of the block
+    assert "bar.sync 0" not in consumers_only
+    (k_loop,) = [body for body in loop_bodies(consumer_part) if "wgmma.mma_async" in body]
+    assert "mbarrier.try_wait.parity" in k_loop and "mbarrier.arrive.shared::cta" in k_loop
+    assert "bar.sync" not in k_loop
+    assert ("setmaxnreg.inc" in ptx) == (warps == 8)
+    assert k.n_spills == 0
+
+
+@needs_ptxas
+def test_warp_specialize_is_a_hint_elsewhere():
+    """Without sm_90a (setmaxnreg, wgmma) the loop runs as written, its tiles
+    copied ahead by the kernel's own warps."""
+    k = _warp_specialized_matmul(4, 64, target="sm_90")
+    assert "gpu.warp_specialize" not in k.asm["tilegpu"]
+    assert k.metadata.num_warps == 4 and ".maxntid 128, 1, 1" in k.asm["ptx"]

@@ -1422,3 +1422,86 @@ def test_carried_offsets_and_an_accumulator_read_in_an_else_branch(rng, carried)
     f = lambda x: x.astype(np.float32)  # noqa: E731
     np.testing.assert_allclose(c, f(a) @ f(b), rtol=1e-3, atol=1e-2)
     np.testing.assert_allclose(snap, f(a[:, :96]) @ f(b[:96]), rtol=1e-3, atol=1e-2)
+
+
+# Warp specialization, tl.range(warp_specialize=True): on sm_90a one extra
+# warpgroup copies the tiles of the loops under the marked one by TMA into a
+# ring of slots the dots read, as soon as the dots free a slot; the ring runs
+# on across a persistent kernel's tiles and from one loop to the next.
+# Elsewhere (the CPU, other targets) the hint changes nothing.
+@tilec.jit
+def ws_persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                                BN: tl.constexpr, BK: tl.constexpr, PROGRAMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), tiles_m * tiles_n, PROGRAMS, warp_specialize=True):
+        pm, pn = _grouped_tile(t, tiles_m, tiles_n, 2)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for ks in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([pm * BM, ks * BK]), b_desc.load([pn * BN, ks * BK]).T, acc)
+        rows = pm * BM + tl.arange(0, BM)
+        cols = pn * BN + tl.arange(0, BN)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], (acc + t).to(tl.float16),
+                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@pytest.mark.parametrize("K", [40, 200, 456])
+@pytest.mark.parametrize("warps,BM", [(4, 64), (8, 128)])
+def test_warp_specialized_persistent_matmul(rng, K, warps, BM):
+    M, N, BN, programs = 200, 136, 64, 3
+    a = nonzero(rng, (M, K), np.float16)
+    b = nonzero(rng, (N, K), np.float16)
+    c = np.full((M, N), 7, np.float16)
+    ws_persistent_matmul_kernel[(programs,)](a, b, c, M, N, K, BM=BM, BN=BN, BK=64,
+                                             PROGRAMS=programs, num_warps=warps, num_stages=3)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    tiles_m, tiles_n = -(-M // BM), -(-N // BN)
+    t = np.zeros((tiles_m, tiles_n))  # each tile's index (_grouped_tile: two rows a group)
+    for i in range(tiles_m * tiles_n):
+        first = i // (2 * tiles_n) * 2
+        rows = min(tiles_m - first, 2)
+        t[first + i % (2 * tiles_n) % rows, i % (2 * tiles_n) // rows] = i
+    ref += np.kron(t, np.ones((BM, BN)))[:M, :N]
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
+
+
+@tilec.jit
+def ws_attention_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.constexpr,
+                        BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """Tutorial 06's shape: the keys before the diagonal block, then (causal)
+    the diagonal block masked, each loop warp-specialized."""
+    start_m = tl.program_id(0)
+    row0 = tl.program_id(1) * N
+    rows = tl.num_programs(1) * N
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    q = desc_q.load([row0 + start_m * BM, 0])
+    offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
+                                                               False)
+    lo = start_m * BM if CAUSAL else N
+    for start_n in tl.range(0, lo, BN, warp_specialize=True):
+        qk = tl.dot(q, desc_k.load([row0 + start_n, 0]).T)
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, desc_v.load([row0 + start_n, 0]), qk_scale)
+    if CAUSAL:
+        for start_n in tl.range(lo, lo + BM, BN, warp_specialize=True):
+            qk = tl.dot(q, desc_k.load([row0 + start_n, 0]).T)
+            qk += tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+            acc, l_i, m_i = _attn_step(acc, l_i, m_i, qk, desc_v.load([row0 + start_n, 0]),
+                                       qk_scale)
+    offs_d = tl.arange(0, D)
+    tl.store(Out + (row0 + offs_m)[:, None] * D + offs_d[None, :],
+             (acc / l_i[:, None]).to(tl.float16))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D,BM,BN,N", [(64, 64, 32, 192), (128, 128, 64, 384)])
+def test_warp_specialized_attention(rng, causal, D, BM, BN, N):
+    heads, sm_scale = 2, 0.125
+    q, k, v = (rng.standard_normal((heads, N, D)).astype(np.float16) for _ in range(3))
+    out = np.zeros_like(q)
+    ws_attention_kernel[(N // BM, heads)](q, k, v, out, sm_scale, N, D=D, BM=BM, BN=BN,
+                                          CAUSAL=causal, num_warps=4, num_stages=3)
+    ref = attention_reference(q, k, v, sm_scale, causal)
+    np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)

@@ -1478,6 +1478,8 @@ void Program::exec(const Op &op) {
     fail(op, "tl.inline_asm_elementwise runs PTX assembly, which only the NVIDIA backend can "
              "run; launch the kernel on CUDA tensors");
   case OpKind::ConvertLayout: // GPU-level: only on a GPU backend's copy
+  case OpKind::WarpSpecialize:
+  case OpKind::Produce:
     throw std::logic_error("GPU-level op " + std::string(op.info().mnemonic) +
                            " reached the CPU backend");
   }

@@ -520,6 +520,26 @@ void checkConvertLayout(const Op &op) {
           "convert_layout keeps the type and gives it an encoding");
 }
 
+void checkWarpSpecialize(const Op &op) {
+  require(gpuLevel, op, "a GPU-level op in portable Tile IR");
+  for (int i = 0; i < 2; ++i)
+    require(op.regions[i]->args.empty() &&
+                terminatorTypes(op, i, OpKind::Yield, "warp_specialize's regions end in yield")
+                    .empty(),
+            op, "warp_specialize's regions take and yield nothing");
+  require(op.intAttr("ring_stages") >= 2 && op.intAttr("ring_slot_bytes") > 0, op,
+          "warp_specialize needs ring_stages >= 2 and ring_slot_bytes");
+}
+
+void checkProduce(const Op &op) {
+  require(gpuLevel, op, "a GPU-level op in portable Tile IR");
+  require(!op.operands.empty() && op.intsAttr("tile_rows").size() == op.operands.size() &&
+              op.intsAttr("tile_row_bytes").size() == op.operands.size(),
+          op, "produce takes block pointers, with a tile_rows and tile_row_bytes each");
+  for (const Value *v : op.operands)
+    require(v->type.dtype == DType::BlockPtr, op, "produce copies the tiles of block pointers");
+}
+
 void checkAssert(const Op &op) {
   require(isI1(op.operand(0)->type), op, "assert's operand must be i1");
 }
@@ -610,6 +630,10 @@ void checkOp(const Op &op) {
     return checkAssert(op);
   case OpKind::ConvertLayout:
     return checkConvertLayout(op);
+  case OpKind::WarpSpecialize:
+    return checkWarpSpecialize(op);
+  case OpKind::Produce:
+    return checkProduce(op);
   // Fully covered by the table's rules (arithmetic, math) or free-form.
   case OpKind::Add:
   case OpKind::Sub:

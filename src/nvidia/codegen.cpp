@@ -17,6 +17,7 @@
 #include "nvidia/remove_conversions.h"
 #include "nvidia/lowering.h"
 #include "nvidia/pipeline_loops.h"
+#include "nvidia/warp_specialize.h"
 
 namespace tilec::nvidia {
 
@@ -254,6 +255,12 @@ void Lowering::lowerOp(const Op &op) {
   case OpKind::ConvertLayout:
     lowerShape(op);
     return;
+  case OpKind::WarpSpecialize:
+    lowerWarpSpecialize(op);
+    return;
+  case OpKind::Produce:
+    lowerProduce(op);
+    return;
   case OpKind::Cast:
   case OpKind::Bitcast:
   case OpKind::IntToPtr:
@@ -490,6 +497,7 @@ PtxKernel Lowering::run() {
   lowerBlock(body);
   if (!body.terminator() || body.terminator()->kind != OpKind::Return)
     emitReturn();
+  out.numThreads = 32 * (opts.numWarps + producerWarps_);
 
   for (size_t k = 0; k < tensorMaps_.size(); ++k) // after the runtime arguments
     params << (body.args.empty() && !k ? "" : ",\n") << "\t.param .align 64 .b8 "
@@ -546,6 +554,7 @@ const GpuPass kGpuPasses[] = {
     {"gpu-propagate-layouts", propagateLayouts}, // everything computed from those
     {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
     {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
+    {"gpu-warp-specialize", warpSpecialize},       // a producer warpgroup issues the copies
 };
 
 } // namespace

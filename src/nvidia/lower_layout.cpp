@@ -199,7 +199,10 @@ int64_t Lowering::tileRegOffset(const LinearLayout *l, int r, const SharedTile &
   return t.offset(rc[0], rc[1] * bytes);
 }
 
-void Lowering::barrier() { b.emit("bar.sync 0"); }
+void Lowering::barrier() {
+  // (Once a warp-specialized kernel's roles split, its consumers alone.)
+  b.emit(barrierThreads_ ? "bar.sync 1, " + imm(barrierThreads_) : std::string("bar.sync 0"));
+}
 
 // The address of register r's element in a row-major copy of the tensor
 // whose dim d has stride strides[d] (0 for a broadcast dim).

@@ -175,6 +175,17 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
   return true;
 }
 
+static bool sameTensorMap(const TensorMapParam &a, const TensorMapParam &b) {
+  auto sameSteps = [](const ScalarProgram &x, const ScalarProgram &y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto &s, const auto &t) {
+      return s.kind == t.kind && s.width == t.width && s.value == t.value;
+    });
+  };
+  return a.rank == b.rank && a.elementBytes == b.elementBytes && a.box == b.box &&
+         a.swizzle == b.swizzle &&
+         std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), sameSteps);
+}
+
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes) { return {t.rows, t.swizzle / bytes}; }
 
 std::string Lowering::tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes) {
@@ -195,6 +206,11 @@ std::string Lowering::tensorMapAddress(const Value *blockPtr, const SharedTile &
   }
   m.box = tmaBox(tile, bytes);
   m.swizzle = tile.swizzle == 16 ? 0 : tile.swizzle;
+  // Another block pointer computed alike (a warp-specialized producer's
+  // copy of the consumers') shares its map.
+  for (auto &[other, param] : tensorMapAddrs_)
+    if (sameTensorMap(tensorMaps_[param.first], m))
+      return (tensorMapAddrs_[origin] = param).second;
   std::string name = paramName(fn.body->args.size() + tensorMaps_.size());
   tensorMaps_.push_back(m);
   // The kernel parameter's generic address: TMA reads the map in param space.
@@ -214,8 +230,23 @@ std::string Lowering::tmaLeader() {
 }
 
 static std::string stageBarrier(Lowering &L, const Pipeline &p, const std::string &slot) {
+  if (p.ws)
+    return L.ring.full(L, slot);
   std::string at = L.opReg("mad.lo.u32", RegClass::B32, {slot, "8", L.pipelineBase()});
   return L.opReg("add.u32", RegClass::B32, {at, imm(p.barriers)});
+}
+
+void Lowering::copyTileByTma(const std::string &go, const std::string &map,
+                             const std::string &row, const std::string &col,
+                             const SharedTile &tile, int bytes, const std::string &dst,
+                             const std::string &bar) {
+  forEachColumnBlock(*this, tile, bytes, col, dst,
+                     [&](const std::string &x, const std::string &to) {
+                       b.emit((go.empty() ? "" : "@" + go + " ") +
+                              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                              "complete_tx::bytes [" +
+                              to + "], [" + map + ", {" + x + ", " + row + "}], [" + bar + "]");
+                     });
 }
 
 void Lowering::initTmaBarriers(Pipeline &p) {
@@ -248,25 +279,19 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     // base, sizes and strides).
     std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[5]});
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[6]});
-    forEachColumnBlock(*this, l.tile, l.bytes, col, dst,
-                       [&](const std::string &x, const std::string &to) {
-                         b.emit("@" + go +
-                                " cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
-                                "complete_tx::bytes [" +
-                                to + "], [" + l.tensorMap + ", {" + x + ", " + row + "}], [" +
-                                bar + "]");
-                       });
+    copyTileByTma(go, l.tensorMap, row, col, l.tile, l.bytes, dst, bar);
   }
 }
 
-void Lowering::waitTmaStage(Pipeline &p) {
-  std::string bar = stageBarrier(*this, p, p.readSlot);
+void Lowering::waitBarrier(const std::string &bar, const std::string &parity) {
   std::string again = b.newLabel("tma_wait");
   std::string done = b.reg(RegClass::Pred);
   b.label(again);
-  b.emit("mbarrier.try_wait.parity.shared::cta.b64 " + done + ", [" + bar + "], " + p.phase);
+  b.emit("mbarrier.try_wait.parity.shared::cta.b64 " + done + ", [" + bar + "], " + parity);
   b.emit("@!" + done + " bra " + again);
 }
+
+void Lowering::waitTmaStage(Pipeline &p) { waitBarrier(stageBarrier(*this, p, p.readSlot), p.phase); }
 
 void Lowering::releaseTmaBarriers(Pipeline &p) {
   std::string leader = tmaLeader();

@@ -77,6 +77,25 @@ struct PipelinedLoad : CopyAddress {
   std::string tensorMap;  // TMA copies: the generic address of the descriptor's tensor map
 };
 
+class Lowering;
+
+// The ring a warp-specialized kernel's producer fills and its ws_ring loops
+// read (gpu.warp_specialize; lower_warp_specialize.cpp): `stages` slots of
+// `slotBytes`, each with a `full` mbarrier (the producer's copies complete it)
+// and an `empty` one (every consumer thread arrives once done with the slot).
+struct WarpRing {
+  int stages = 0;
+  int64_t slotBytes = 0;
+  std::string data;              // the shared address of slot 0
+  int64_t fullAt = 0, emptyAt = 0; // full[0] and empty[0], in bytes past it
+  // `[...]` of the full or empty mbarrier of the slot in register `slot`.
+  std::string full(Lowering &L, const std::string &slot) const;
+  std::string empty(Lowering &L, const std::string &slot) const;
+  // Each side's own: the next slot it fills or reads, and the parity of the
+  // slot's full barrier phase that fill completes.
+  std::string slot, phase;
+};
+
 struct Pipeline {
   std::vector<PipelinedLoad> loads; // the dot operands the loop loads
   const Op *dot = nullptr;          // the asynchronous dot (asyncDot)
@@ -89,6 +108,12 @@ struct Pipeline {
   bool tma = false;
   int64_t barriers = 0;
   std::string phase;
+  // A ws_ring loop: the producer copies its tiles into the kernel's WarpRing,
+  // whose slot and phase it reads; where the copies ahead would go out, the
+  // previous iteration's slot is freed instead (from the second iteration on:
+  // `notFirst`), and the last one after the loop.
+  bool ws = false;
+  std::string notFirst;
   // wgmma runs asynchronously across iterations (a loop with one dot, both
   // operands pipelined): it updates the loop-carried accumulator in place,
   // waits only for the previous iteration's group, and the next stage's
@@ -422,6 +447,23 @@ public:
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();
+  // One TMA copy of `tile` (rows at `row`, columns from `col`: b32
+  // registers) through tensor map `map` into shared `dst`, completing
+  // mbarrier `bar`; issued where predicate `go` holds (empty: always).
+  void copyTileByTma(const std::string &go, const std::string &map, const std::string &row,
+                     const std::string &col, const SharedTile &tile, int bytes,
+                     const std::string &dst, const std::string &bar);
+  // Warp specialization (lower_warp_specialize.cpp).
+  WarpRing ring;
+  void lowerWarpSpecialize(const Op &op);
+  void lowerProduce(const Op &op);
+  // Every consumer thread frees the slot the iteration before the current
+  // one read (where it was one of this loop's: p.notFirst).
+  void freePreviousSlot(Pipeline &p);
+  // ring.slot one on, ring.phase flipped where it wraps.
+  void stepRing();
+  // Spins until mbarrier `bar` has completed the phase of parity `parity`.
+  void waitBarrier(const std::string &bar, const std::string &parity);
   void initTmaBarriers(Pipeline &p);
   void issueTmaCopies(Pipeline &p, const std::string &slot, const std::string &valid);
   void waitTmaStage(Pipeline &p);
@@ -521,6 +563,10 @@ private:
   std::string stagingBase_;
   int64_t stagingBytes_ = 0;
   int minElementBytes_ = 4;
+  // Warp specialization: the producer warps the launch adds, and (once the
+  // roles split) the consumer threads a barrier waits for, none else.
+  int producerWarps_ = 0;
+  int barrierThreads_ = 0;
   // mma.sync on fp8 operands, which needs PTX ISA 8.4. Other kernels say 8.0 (CUDA
   // 12.0), so that older assemblers still take them.
   bool fp8MmaSync_ = false;

@@ -212,6 +212,9 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
     l.offset = slotBytes; // times the stages, below
     slotBytes += l.slotBytes;
   }
+  p->ws = forOp.intAttr("ws_ring") != 0;
+  if (p->ws) // the producer's ring
+    stages = ring.stages;
   p->stages = stages; // too many for shared memory: the caller retries with fewer
   for (PipelinedLoad &l : p->loads)
     l.offset *= p->stages;
@@ -223,10 +226,12 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
   skipDeadMasks(*p, body);
-  findSteppedScalars(body, *p);
-  planFlat(*p, forOp, true);
-  if (p->flat && !keptTensorLayouts(*p))
-    planFlat(*p, forOp, false);
+  if (!p->ws) { // (the producer computes the copies' addresses)
+    findSteppedScalars(body, *p);
+    planFlat(*p, forOp, true);
+    if (p->flat && !keptTensorLayouts(*p))
+      planFlat(*p, forOp, false);
+  }
   // A carried pointer read only by its copied load and by its own advance,
   // which only the yield reads, and unused after the loop, is left alone.
   for (const PipelinedLoad &l : p->loads) {
@@ -361,6 +366,14 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
 }
 
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
+  if (p.ws) { // the producer fills the ring; no slot read here is freed yet
+    b.comment("pipelined loads: the producer's, " + std::to_string(p.stages) + " stages");
+    p.readSlot = ring.slot;
+    p.phase = ring.phase;
+    p.notFirst = b.reg(RegClass::Pred);
+    b.emit("setp.ne.u32 " + p.notFirst + ", 0, 0");
+    return;
+  }
   needPipelineShared(p.totalBytes);
   // Scratch used outside pipelined loops overlaps the stages: the last reader
   // of it (lowered before or after this loop, reached through an enclosing
@@ -583,7 +596,12 @@ void Lowering::stepFlat(Pipeline &p) {
 void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv) {
   if (!p.waited) {
     bool issueNow = !p.asyncDot && p.deferred.empty();
-    if (p.tma) {
+    if (p.ws) {
+      waitTmaStage(p);
+      if (issueNow) // the dots of the previous iteration are done with its slot
+        freePreviousSlot(p);
+      issueNow = false;
+    } else if (p.tma) {
       waitTmaStage(p); // each thread sees the copies land
       if (issueNow)
         barrier(); // every thread is done with the slot the copies overwrite
@@ -601,8 +619,8 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
   for (PipelinedLoad &l : p.loads) {
     if (l.load != &load)
       continue;
-    std::string base =
-        opReg("mad.lo.u32", RegClass::B32, {p.readSlot, imm(l.slotBytes), pipelineBase()});
+    std::string base = opReg("mad.lo.u32", RegClass::B32,
+                             {p.readSlot, imm(l.slotBytes), p.ws ? ring.data : pipelineBase()});
     base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
     if (l.value) { // each thread reads back its elements
       std::map<std::string, std::string> rebased;
@@ -690,8 +708,12 @@ void Lowering::issueAfterSyncDot(const Op &dot) {
     // (a dot marked deferred lowered synchronously, its A staged, waits all the same)
     if (load->parent != dot.parent || p->deferred.empty() || !p->waited || p->issued)
       continue;
-    barrier(); // every warpgroup's deferred dots of the last iteration are done
-    issueAhead(*this, *p, p->iv);
+    if (p->ws) {
+      freePreviousSlot(*p); // this thread's deferred dots of the last iteration are done
+    } else {
+      barrier(); // every warpgroup's deferred dots of the last iteration are done
+      issueAhead(*this, *p, p->iv);
+    }
     p->issued = true;
     return;
   }
@@ -700,10 +722,20 @@ void Lowering::issueAfterSyncDot(const Op &dot) {
 void Lowering::endIteration(Pipeline &p) {
   // Every warpgroup's previous group is done: its slot is free.
   if ((p.asyncDot || !p.deferred.empty()) && !p.issued) {
-    barrier();
-    issueAhead(*this, p, p.iv);
+    if (p.ws) {
+      freePreviousSlot(p);
+    } else {
+      barrier();
+      issueAhead(*this, p, p.iv);
+    }
   }
   p.issued = false;
+  if (p.ws) {
+    b.emit("setp.eq.u32 " + p.notFirst + ", 0, 0");
+    stepRing(); // (p.readSlot and p.phase are the ring's)
+    p.waited = false;
+    return;
+  }
   if (p.flat) // the body's next (q, r)
     stepOuterInner(*this, p, p.flat->bodyQ, p.flat->bodyR);
   for (std::string *slot : {&p.readSlot, &p.writeSlot}) {
@@ -719,6 +751,10 @@ void Lowering::endIteration(Pipeline &p) {
 void Lowering::endPipeline(Pipeline &p) {
   if (p.asyncDot || !p.deferred.empty())
     b.emit("wgmma.wait_group.sync.aligned 0");
+  if (p.ws) { // the last iteration's slot
+    freePreviousSlot(p);
+    return;
+  }
   if (!p.tma) // (every TMA copy issued was waited for: only iterations the loop runs are copied)
     b.emit("cp.async.wait_group 0");
   barrier(); // the stages are free: the scratch may use them again

@@ -163,10 +163,6 @@ bool blockAddress(const Op &forOp, const Op &load, CopyAddress &s) {
   return true;
 }
 
-bool isWgmmaDot(const Op &dot) {
-  const LayoutEncoding *e = layoutEncoding(dot.result()->type);
-  return e && e->kind == "wgmma";
-}
 
 // The wgmma dots of `dots` (in body order) that can run on past the
 // iteration, each with the carried value it accumulates into: its f32 result
@@ -516,6 +512,11 @@ LoopDots loopDots(const Block &body) {
       out.uses[def].push_back({dot, i, viaTrans});
     }
   return out;
+}
+
+bool isWgmmaDot(const Op &dot) {
+  const LayoutEncoding *e = layoutEncoding(dot.result()->type);
+  return e && e->kind == "wgmma";
 }
 
 bool tileOfUse(const OperandUse &u, SharedTile &tile) {

@@ -75,6 +75,8 @@ struct LoopDots {
   std::map<const Op *, std::vector<OperandUse>> uses;
 };
 LoopDots loopDots(const Block &body);
+// Whether `dot` runs on wgmma (its accumulator has the wgmma layout).
+bool isWgmmaDot(const Op &dot);
 // The shared tile a use reads; true when it holds the loaded value transposed.
 bool tileOfUse(const OperandUse &u, SharedTile &tile);
 

@@ -1,7 +1,7 @@
 // Requires: verified IR. Preserves: semantics, verified form. Invalidates: value ids.
 //
 // Removes ops whose results are unused and that do nothing else: pure ops, loads
-// (a read only), and for/if/while whose regions hold no EFFECT op. Also drops
+// and block loads (a read only), and for/if/while whose regions hold no EFFECT op. Also drops
 // results nobody uses of `if` (with their yield operands) and loop-carried values
 // of `for` that only feed themselves: the result is unused and the body argument
 // flows, through pure ops of the body, only into the yield at its own position.
@@ -35,7 +35,7 @@ bool isControlFlow(OpKind kind) {
 bool isRemovable(const Op &op) {
   if (op.has(TERMINATOR) || op.has(EFFECT))
     return false;
-  if (op.kind == OpKind::Load)
+  if (op.kind == OpKind::Load || op.kind == OpKind::LoadBlock)
     return true; // only reads memory
   if (op.kind == OpKind::InlineAsm)
     return op.intAttr("pure") != 0;
@@ -188,16 +188,18 @@ bool dropUnusedResults(Block &body) {
 
 } // namespace
 
-bool eliminateDeadCode(Function &fn) {
+bool eliminateDeadCode(Block &body) {
   bool changed = false;
   for (;;) {
-    UseCounts counts = countUses(*fn.body);
-    bool removed = removeDeadOps(*fn.body, counts);
-    bool dropped = dropUnusedResults(*fn.body);
+    UseCounts counts = countUses(body);
+    bool removed = removeDeadOps(body, counts);
+    bool dropped = dropUnusedResults(body);
     if (!removed && !dropped)
       return changed;
     changed = true;
   }
 }
+
+bool eliminateDeadCode(Function &fn) { return eliminateDeadCode(*fn.body); }
 
 } // namespace tilec

@@ -53,5 +53,7 @@ size_t replaceOp(Block &block, size_t at,
 // Removes pure ops whose results are unused, and unused loop-carried values.
 // Invalidates: value ids.
 bool eliminateDeadCode(Function &fn);
+// The same within one block (a region a pass builds apart from the body).
+bool eliminateDeadCode(Block &body);
 
 } // namespace tilec

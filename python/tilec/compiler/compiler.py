@@ -139,6 +139,8 @@ class CompiledKernel:
             # TMA: the tensor maps the launcher encodes from host descriptors
             self.metadata.tensor_maps = gpu.tensor_maps
             self.metadata.num_stages = gpu.num_stages
+            # the warps it launches with: a warp-specialized kernel's producers too
+            self.metadata.num_warps = gpu.num_threads // 32
             self.n_regs = max(gpu.n_regs, 0)
             self.n_spills = gpu.n_spills
             if not gpu.from_cache:  # else its times are those of the process that compiled it
