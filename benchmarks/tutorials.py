@@ -40,6 +40,9 @@ VARIANTS = [
     ("tma_persistent", "matmul_tma_persistent", (False,), False, "matmul_kernel_tma_persistent"),
     ("descriptor_persistent", "matmul_descriptor_persistent", (False,), False,
      "matmul_kernel_descriptor_persistent"),
+    # warp_specialize=True: the variant the tutorial runs on Hopper (not flattened)
+    ("descriptor_persistent_ws", "matmul_descriptor_persistent", (True,), False,
+     "matmul_kernel_descriptor_persistent"),
 ]
 
 

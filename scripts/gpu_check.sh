@@ -10,6 +10,7 @@
 #   run(command="bash scripts/gpu_check.sh training")  # build + training kernels (norms, losses, ...) vs Triton
 #   run(command="bash scripts/gpu_check.sh persistent")  # build + tutorial 09's matmuls vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
+#   run(command="bash scripts/gpu_check.sh ws")          # build + warp specialization on tutorials 06 and 09 vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches and ptxas times vs Triton (carry .conformance)
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
@@ -75,6 +76,9 @@ if want attention; then  # flash attention against Triton and SDPA; tilec's PTX 
 fi
 if want persistent && [[ -d .conformance ]]; then  # tutorial 09's matmuls (pointers, TMA, persistent) vs Triton
   $PY benchmarks/tutorials.py ${PERSISTENT_ARGS:-} 2>&1 | tee "$OUT/persistent.log"
+fi
+if want ws && [[ -d .conformance ]]; then  # warp specialization on tutorials 06 and 09, each side with and without
+  $PY benchmarks/warp_specialize.py 2>&1 | tee "$OUT/warp_specialize.log"
 fi
 if want cold && [[ -d .conformance ]]; then  # tutorial 06's first launches with empty caches vs Triton
   $PY benchmarks/cold_start.py 2>&1 | tee "$OUT/cold_start.log"

@@ -1,0 +1,100 @@
+"""Warp specialization (tl.range(warp_specialize=...)) on Triton's own
+kernels, unchanged, each side with and without it, one config per row (the
+same for both sides, no autotuning): tutorial 09's persistent matmul through
+descriptors made in the kernel (not flattened, as the tutorial runs it
+warp-specialized on Hopper) and tutorial 06's attention forward (its Hopper
+path: descriptors made in the kernel when warp-specialized, host descriptors
+otherwise). TFLOP/s. Needs the conformance folder (see tutorials.py).
+
+    python benchmarks/warp_specialize.py
+"""
+
+import contextlib
+import io
+import os
+import sys
+
+import torch
+
+os.environ["PYTEST_VERSION"] = "1"  # tutorial 06: the one config it keeps for its tests
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gpu import bench, load_kernels, safe  # noqa: E402
+from tutorials import tutorial_path  # noqa: E402
+
+
+def unwrap(kernel):
+    while hasattr(kernel, "configs") or not hasattr(kernel, "arg_names"):
+        kernel = kernel.fn  # under autotune or heuristics
+    return kernel
+
+
+def matmul(module, a, b, ws, BM, BN, BK, warps, stages):
+    M, K = a.shape
+    N = b.shape[0]
+    c = torch.empty((M, N), device="cuda", dtype=torch.float16)
+    sms = torch.cuda.get_device_properties("cuda").multi_processor_count
+    grid = (min(sms, -(-M // BM) * -(-N // BN)),)
+    unwrap(module.matmul_kernel_descriptor_persistent)[grid](
+        a, b, c, M, N, K, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=8,
+        EPILOGUE_SUBTILE=False, NUM_SMS=sms, WARP_SPECIALIZE=ws, FLATTEN=False,
+        num_warps=warps, num_stages=stages)
+    return c
+
+
+def main():
+    import triton
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda",
+                                                                 dtype=torch.int8))
+    with contextlib.redirect_stdout(io.StringIO()):
+        t09 = {"tilec": load_kernels("t09_tilec", True, tutorial_path("09-persistent-matmul.py")),
+               "triton": load_kernels("t09_triton", False, tutorial_path("09-persistent-matmul.py"))}
+        t06 = {"tilec": load_kernels("t06_tilec", True, tutorial_path("06-fused-attention.py")),
+               "triton": load_kernels("t06_triton", False, tutorial_path("06-fused-attention.py"))}
+    print(f"warp specialization, TFLOP/s (tilec / Triton); {torch.cuda.get_device_name()}")
+    print(f"{'kernel':<44} {'ws':>5} {'tilec':>8} {'triton':>8} {'t/tri':>6}")
+
+    def row(label, ws, run, flops):
+        out = {who: safe(lambda: flops / bench(lambda: run(who)) * 1e-9) for who in t09}
+        t, r = out["tilec"], out["triton"]
+        ratio = f"{t / r:>6.2f}" if isinstance(t, float) and isinstance(r, float) else "     -"
+        cells = " ".join(f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r))
+        print(f"{label:<44} {str(ws):>5} {cells} {ratio}", flush=True)
+
+    M = N = 8192
+    K = 4096
+    torch.manual_seed(0)
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K), device="cuda", dtype=torch.float16)
+    expect = a.float() @ b.float().T
+    for BM, BN, BK, warps, stages in ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4),
+                                      (128, 128, 64, 4, 4)):
+        for ws in (False, True):
+            for who, module in t09.items():  # checked once, then timed
+                got = safe(lambda: matmul(module, a, b, ws, BM, BN, BK, warps, stages))
+                if not isinstance(got, str):
+                    torch.testing.assert_close(got.float(), expect, atol=1.0, rtol=0.05)
+            row(f"09 descriptor_persistent {BM}x{BN}x{BK} w{warps} s{stages}", ws,
+                lambda who: matmul(t09[who], a, b, ws, BM, BN, BK, warps, stages),
+                2.0 * M * N * K)
+
+    Z, H = 4, 32
+    for D in (64, 128):
+        for n in (4096, 16384):
+            for causal in (False, True):
+                q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16)
+                           for _ in range(3))
+                flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
+                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                       scale=0.5)
+                for ws in (False, True):
+                    for who, module in t06.items():
+                        got = safe(lambda: module.attention(q, k, v, causal, 0.5, ws))
+                        if not isinstance(got, str):
+                            torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
+                    row(f"06 fwd D={D} N={n} causal={causal}", ws,
+                        lambda who: t06[who].attention(q, k, v, causal, 0.5, ws), flops)
+
+
+if __name__ == "__main__":
+    main()
