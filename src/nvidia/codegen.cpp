@@ -184,6 +184,11 @@ void Lowering::lowerBlock(const Block &block) {
     if (!skipped.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);
+      if (op.get() == ringEnd_) { // a warp-specialized kernel's last read of its ring
+        barrier();
+        --pipelinesLive_;
+        ringEnd_ = nullptr;
+      }
     }
   // Tiles staged in this block serve no code after it (control may reach that
   // code without passing the staging); their space goes to later tiles.
@@ -520,8 +525,19 @@ PtxKernel Lowering::run() {
   int64_t residentEnd = residentBytes_ ? residentStart + residentBytes_ : scratchEnd;
   // Deferred TMA stores' tiles last: nothing else ever writes them.
   int64_t stagingStart = (residentEnd + 1023) / 1024 * 1024;
+  out.sharedBytes = (int)(stagingBytes_ ? stagingStart + stagingBytes_ : residentEnd);
+  WarpRegisters split;
+  if (producerWarps_ && opts.maxRegisters == 0)
+    split = warpRegisters(opts.numWarps, out.sharedBytes);
+  auto setmaxnreg = [&](const char *action, int n) {
+    return split.maxnreg ? "setmaxnreg." + std::string(action) + ".sync.aligned.u32 " +
+                               std::to_string(n) + ";"
+                         : std::string();
+  };
   text = fillPlaceholders(
       text, {{"TILEC_PIPELINE_BYTES", std::to_string(pipelineBytes_)},
+             {"TILEC_CONSUMER_REGISTERS", setmaxnreg("inc", split.consumers)},
+             {"TILEC_PRODUCER_REGISTERS", setmaxnreg("dec", split.producer)},
              {"TILEC_RESIDENT_START", std::to_string(residentStart)},
              {"TILEC_STAGING_START", std::to_string(stagingStart)},
              // Before each ret, once a deferred store exists: its copy has read its tile.
@@ -529,11 +545,10 @@ PtxKernel Lowering::run() {
               stagingBytes_ ? "@" + tmaLeader_ + " cp.async.bulk.wait_group.read 0;" : ""}});
   ptx << "\n.visible .entry " << fn.name << "(\n"
       << params.str() << "\n)\n.maxntid " << out.numThreads << ", 1, 1\n";
-  if (opts.maxRegisters > 0)
-    ptx << ".maxnreg " << opts.maxRegisters << "\n";
+  if (opts.maxRegisters > 0 || split.maxnreg > 0)
+    ptx << ".maxnreg " << (opts.maxRegisters > 0 ? opts.maxRegisters : split.maxnreg) << "\n";
   ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
-  out.sharedBytes = (int)(stagingBytes_ ? stagingStart + stagingBytes_ : residentEnd);
   out.stagingBytes = (int)stagingBytes_;
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -1,5 +1,5 @@
 // Warp specialization as gpu-warp-specialize laid it out: the ring's
-// mbarriers set up by every thread's block, then the kernel's warps (the
+// mbarriers set up by the whole block, then the kernel's warps (the
 // consumers) run region 0 while one thread of an extra warpgroup (the
 // producer) runs region 1, issuing each ring loop's TMA copies as soon as the
 // consumers free a slot. Where the two warpgroup kinds together would hold
@@ -12,11 +12,8 @@ namespace tilec::nvidia {
 namespace {
 
 constexpr int kProducerWarps = 4; // setmaxnreg takes whole warpgroups
-constexpr int kProducerRegisters = 40;
-constexpr int kRegisterFile = 65536;
-
-// The registers per thread ptxas allots each of `threads` threads at most.
-int registersPerThread(int threads) { return std::min(255, kRegisterFile / threads / 8 * 8); }
+constexpr int kRegisterFile = 65536;      // per SM (sm_90)
+constexpr int64_t kSharedPerSm = 233472;  // 228 KiB per SM, of which 1 KiB per block is reserved
 
 std::string zeroed(Lowering &L) {
   std::string r = L.b.reg(RegClass::B32);
@@ -24,7 +21,34 @@ std::string zeroed(Lowering &L) {
   return r;
 }
 
+// The registers per thread a block of `threads` may hold, `blocks` of them on an SM.
+int registersFor(int threads, int blocks) {
+  return std::min(255, kRegisterFile / blocks / threads / 8 * 8);
+}
+
 } // namespace
+
+WarpRegisters warpRegisters(int consumerWarps, int64_t sharedBytes) {
+  int consumers = 32 * consumerWarps, producers = 32 * kProducerWarps;
+  int threads = consumers + producers;
+  // What each consumer thread can hold once the producer keeps `kept`.
+  auto consumerShare = [&](int base, int kept) {
+    return std::min(256, (threads * base - producers * kept) / consumers / 8 * 8);
+  };
+  WarpRegisters r;
+  // Two blocks an SM where shared memory allows it and the consumers keep
+  // what a kernel of one warpgroup may use as its own (the warp-specialized
+  // block would otherwise halve the occupancy its kernel had without).
+  if (kSharedPerSm / (sharedBytes + 1024) >= 2) {
+    int base = registersFor(threads, 2);
+    if (consumerShare(base, 24) >= 224)
+      return {base, 24, consumerShare(base, 24)};
+  }
+  int base = registersFor(threads, 1);
+  if (base < 255 && consumerShare(base, 40) > base)
+    r = {base, 40, consumerShare(base, 40)};
+  return r;
+}
 
 void Lowering::lowerWarpSpecialize(const Op &op) {
   int consumers = 32 * opts.numWarps;
@@ -32,7 +56,18 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   ring.stages = (int)op.intAttr("ring_stages");
   ring.slotBytes = op.intAttr("ring_slot_bytes");
   int64_t dataBytes = ring.stages * ring.slotBytes;
-  ring.data = residentTile(dataBytes + 16 * ring.stages); // (never released)
+  // The ring is a pipeline's stages until the last loop that reads it is
+  // done: the scratch keeps off it until then, and may use it after.
+  needPipelineShared(dataBytes + 16 * ring.stages);
+  ring.data = pipelineBase();
+  ++pipelinesLive_;
+  for (auto &top : op.regions[0]->ops) {
+    bool reads = top->intAttr("ws_ring") != 0;
+    for (auto &region : top->regions)
+      walk(*region, [&](Op *loop) { reads |= loop->intAttr("ws_ring") != 0; });
+    if (reads)
+      ringEnd_ = top.get();
+  }
   ring.fullAt = dataBytes;
   ring.emptyAt = dataBytes + 8 * ring.stages;
   b.comment("warp specialized: " + std::to_string(opts.numWarps) + " consumer warps, " +
@@ -48,19 +83,12 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   b.emit("fence.mbarrier_init.release.cluster"); // seen by the copies' complete_tx
   barrier();                                     // every thread of the block
 
-  // Registers: the consumers take what the producer gives back, where the
-  // block could not give every thread all it may use (255).
-  int threads = consumers + 32 * kProducerWarps;
-  int base = registersPerThread(threads);
-  int raised =
-      std::min(256, (kRegisterFile - 32 * kProducerWarps * kProducerRegisters) / consumers / 8 * 8);
-  bool rebalance = opts.maxRegisters == 0 && base < 255 && raised > base;
-
+  // The registers each side may hold are set once the kernel's shared
+  // memory is known (warpRegisters; run() fills the placeholders in).
   std::string producer = b.newLabel("producer"), joined = b.newLabel("consumers_done");
   std::string isProducer = opReg("setp.ge.u32", RegClass::Pred, {tid, imm(consumers)});
   b.emit("@" + isProducer + " bra " + producer);
-  if (rebalance)
-    b.emit("setmaxnreg.inc.sync.aligned.u32 " + imm(raised));
+  b.raw("TILEC_CONSUMER_REGISTERS");
   barrierThreads_ = consumers;
   ring.slot = zeroed(*this);
   ring.phase = zeroed(*this);
@@ -70,8 +98,7 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   b.emit("bra.uni " + joined);
 
   b.label(producer);
-  if (rebalance)
-    b.emit("setmaxnreg.dec.sync.aligned.u32 " + imm(kProducerRegisters));
+  b.raw("TILEC_PRODUCER_REGISTERS");
   std::string idle = opReg("setp.ne.u32", RegClass::Pred, {tid, imm(consumers)});
   b.emit("@" + idle + " ret"); // one thread issues every copy
   ring.slot = zeroed(*this);

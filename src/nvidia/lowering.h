@@ -79,6 +79,14 @@ struct PipelinedLoad : CopyAddress {
 
 class Lowering;
 
+// How a warp-specialized block splits its registers (setmaxnreg): the
+// kernel's maxnreg, then what the producer keeps and each consumer thread
+// takes (0: no split, every thread may hold 255).
+struct WarpRegisters {
+  int maxnreg = 0, producer = 0, consumers = 0;
+};
+WarpRegisters warpRegisters(int consumerWarps, int64_t sharedBytes);
+
 // The ring a warp-specialized kernel's producer fills and its ws_ring loops
 // read (gpu.warp_specialize; lower_warp_specialize.cpp): `stages` slots of
 // `slotBytes`, each with a `full` mbarrier (the producer's copies complete it)
@@ -567,6 +575,9 @@ private:
   // roles split) the consumer threads a barrier waits for, none else.
   int producerWarps_ = 0;
   int barrierThreads_ = 0;
+  // The op of the consumers' region after which no loop reads the ring: the
+  // scratch may use its space from there on.
+  const Op *ringEnd_ = nullptr;
   // mma.sync on fp8 operands, which needs PTX ISA 8.4. Other kernels say 8.0 (CUDA
   // 12.0), so that older assemblers still take them.
   bool fp8MmaSync_ = false;

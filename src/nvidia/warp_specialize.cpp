@@ -16,9 +16,11 @@
 // then (dead-code elimination) every value and carried value the copies'
 // addresses and the loops' trip counts do not read. What is left must be
 // scalar work (sizes, offsets, block pointers, loops, ifs): one thread runs it.
-// A kernel where that is not so (an address computed from a tensor), or
-// where a ring loop copies anything but tiles that wgmma reads, by TMA, is
-// left as it is: warp_specialize is a hint, as in Triton.
+// A kernel where that is not so (an address computed from a tensor), where a
+// ring loop copies anything but tiles that wgmma reads, by TMA, or where a
+// loop outside the marked one pipelines its own loads (its stages would lie
+// where the ring does), is left as it is: warp_specialize is a hint, as in
+// Triton.
 #include "nvidia/warp_specialize.h"
 
 #include <algorithm>
@@ -140,7 +142,13 @@ void warpSpecialize(Function &fn, const GpuOptions &opts) {
   });
   std::sort(ring.begin(), ring.end());
   ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
-  if (ring.empty() || returns)
+  // Every other pipelined loop's stages would start where the ring lies.
+  bool others = false;
+  walk(body, [&](Op *op) {
+    others |= op->kind == OpKind::For && op->intAttr("pipeline_stages") >= 2 &&
+              !std::binary_search(ring.begin(), ring.end(), op);
+  });
+  if (ring.empty() || returns || others)
     return;
   int64_t stages = 0, ringSlotBytes = 0;
   std::vector<std::vector<RingLoad>> loads(ring.size());
