@@ -1,5 +1,5 @@
 """The core kernels (vector add, softmax, matmul, layer norm, flash attention fp16 and
-fp8, an attention-backward loop, persistent matmuls) on
+fp8, an attention-backward loop, persistent matmuls, warp-specialized ones) on
 the GPU, at odd sizes with masks, for compute-sanitizer to watch; then, where the
 conformance folder is, Triton's fused-attention (06) and persistent-matmul (09)
 tutorials unchanged, one config each. Prints 'ok' when all match. (The training
@@ -116,6 +116,28 @@ for split in (False, True):
                                                      num_warps=4, num_stages=3)
     assert torch.allclose(cf.float(), af.float() @ bf.float(), rtol=1e-2, atol=0.1)
 
+# warp-specialized (tl.range(warp_specialize=True)): a producer warpgroup fills
+# a ring of slots by TMA; a persistent matmul (the ring across tiles) and an
+# attention of two loops (the ring from one loop to the next)
+for warps, BMw in ((4, 64), (8, 128)):
+    cf.zero_()
+    test_kernels.ws_persistent_matmul_kernel[(3,)](af, bt, cf, Mf, Nf, Kf, BM=BMw, BN=64, BK=64,
+                                                   PROGRAMS=3, num_warps=warps, num_stages=3)
+    tiles_m, tiles_n = -(-Mf // BMw), -(-Nf // 64)
+    index = torch.zeros(tiles_m, tiles_n, device=dev)  # the kernel adds each tile's index
+    for i in range(tiles_m * tiles_n):
+        first = i // (2 * tiles_n) * 2
+        rows_i = min(tiles_m - first, 2)
+        index[first + i % (2 * tiles_n) % rows_i, i % (2 * tiles_n) // rows_i] = i
+    index = index.repeat_interleave(BMw, 0).repeat_interleave(64, 1)[:Mf, :Nf]
+    assert torch.allclose(cf.float(), af.float() @ bf.float() + index, rtol=1e-2, atol=0.1)
+qw, kw, vw = (torch.randn(2, 384, 128, device=dev, dtype=torch.float16) for _ in range(3))
+ow = torch.empty_like(qw)
+test_kernels.ws_attention_kernel[(3, 2)](qw, kw, vw, ow, 0.125, 384, D=128, BM=128, BN=64,
+                                         CAUSAL=True, num_warps=4, num_stages=3)
+refw = torch.nn.functional.scaled_dot_product_attention(qw, kw, vw, is_causal=True, scale=0.125)
+assert torch.allclose(ow.float(), refw.float(), atol=2e-2)
+
 
 def tutorials():
     """Tutorial 06 forward and backward (D 64 and 128, causal and not) and
@@ -137,6 +159,8 @@ def tutorials():
             do = torch.randn_like(q)
             o = t06.attention(q, k, v, causal, 0.5, False)
             o.backward(do)
+            o_ws = t06.attention(q.detach(), k.detach(), v.detach(), causal, 0.5, True)
+            assert torch.allclose(o_ws, o.detach(), atol=2e-2)  # warp-specialized forward
             refs = [t.detach().float().requires_grad_() for t in (q, k, v)]
             # by matmuls (fp32 SDPA takes torch's memory-efficient kernels,
             # in which racecheck reports hazards of their own)
@@ -156,7 +180,8 @@ def tutorials():
     for name, call in (("matmul", lambda f: f(a, b)), ("matmul_persistent", lambda f: f(a, b)),
                        ("matmul_tma", lambda f: f(a, bt, False)),
                        ("matmul_tma_persistent", lambda f: f(a, bt, False)),
-                       ("matmul_descriptor_persistent", lambda f: f(a, bt, False))):
+                       ("matmul_descriptor_persistent", lambda f: f(a, bt, False)),
+                       ("matmul_descriptor_persistent", lambda f: f(a, bt, True))):
         for tuner in (getattr(t09, k) for k in dir(t09) if k.startswith("matmul_kernel")
                       and hasattr(getattr(t09, k), "configs")):
             tuner.configs = tuner.configs[:1]  # one config: no tuning runs
