@@ -2,9 +2,10 @@
 // mbarriers set up by the whole block, then the kernel's warps (the
 // consumers) run region 0 while one thread of an extra warpgroup (the
 // producer) runs region 1, issuing each ring loop's TMA copies as soon as the
-// consumers free a slot. Where the two warpgroup kinds together would hold
-// more registers than the SM has, the producer gives its registers to the
-// consumers (setmaxnreg).
+// consumers free a slot. The producer gives most of its registers to the
+// consumers (setmaxnreg, warpRegisters), so that the block holds what its
+// kernel would hold without the producer: two blocks an SM where shared
+// memory allows, else one.
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -21,7 +22,7 @@ std::string zeroed(Lowering &L) {
   return r;
 }
 
-// The registers per thread a block of `threads` may hold, `blocks` of them on an SM.
+// The registers each of a block's `threads` may hold, `blocks` blocks an SM.
 int registersFor(int threads, int blocks) {
   return std::min(255, kRegisterFile / blocks / threads / 8 * 8);
 }
@@ -35,7 +36,6 @@ WarpRegisters warpRegisters(int consumerWarps, int64_t sharedBytes) {
   auto consumerShare = [&](int base, int kept) {
     return std::min(256, (threads * base - producers * kept) / consumers / 8 * 8);
   };
-  WarpRegisters r;
   // Two blocks an SM where shared memory allows it and the consumers keep
   // what a kernel of one warpgroup may use as its own (the warp-specialized
   // block would otherwise halve the occupancy its kernel had without).
@@ -46,8 +46,8 @@ WarpRegisters warpRegisters(int consumerWarps, int64_t sharedBytes) {
   }
   int base = registersFor(threads, 1);
   if (base < 255 && consumerShare(base, 40) > base)
-    r = {base, 40, consumerShare(base, 40)};
-  return r;
+    return {base, 40, consumerShare(base, 40)};
+  return {}; // every thread may hold 255 already
 }
 
 void Lowering::lowerWarpSpecialize(const Op &op) {
