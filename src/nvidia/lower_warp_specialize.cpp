@@ -127,7 +127,7 @@ void Lowering::lowerProduce(const Op &op) {
   for (size_t k = 0; k < tiles.size(); ++k) {
     const Value *blockPtr = op.operand((int)k);
     int elementBytes = dtypeBytes(blockPtr->type.pointee);
-    int64_t slotBytes = (tiles[k].bytes() + 1023) / 1024 * 1024; // swizzle patterns
+    int64_t slotBytes = stageSlotBytes(tiles[k]);
     std::string dst = opReg("mad.lo.u32", RegClass::B32, {ring.slot, imm(slotBytes), ring.data});
     if (offset)
       dst = opReg("add.u32", RegClass::B32, {dst, imm(offset * ring.stages)});

@@ -169,7 +169,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
     const std::vector<OperandUse> &us = ld.uses[def];
     l.transposed = tileOfUse(us.front(), l.tile);
     l.bytes = dtypeBytes(def->result()->type.dtype);
-    l.slotBytes = (l.tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns start at 1 KB
+    l.slotBytes = stageSlotBytes(l.tile);
     l.layout = layoutFor(def->result()); // the coalescing pass's: the copies are issued in it
     l.vec = std::min(contiguousRegisters(*l.layout, l.transposed ? 0 : 1), 16 / l.bytes);
     for (const OperandUse &u : us)

@@ -514,6 +514,8 @@ LoopDots loopDots(const Block &body) {
   return out;
 }
 
+int64_t stageSlotBytes(const SharedTile &tile) { return (tile.bytes() + 1023) / 1024 * 1024; }
+
 bool isWgmmaDot(const Op &dot) {
   const LayoutEncoding *e = layoutEncoding(dot.result()->type);
   return e && e->kind == "wgmma";

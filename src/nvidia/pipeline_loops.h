@@ -75,6 +75,10 @@ struct LoopDots {
   std::map<const Op *, std::vector<OperandUse>> uses;
 };
 LoopDots loopDots(const Block &body);
+// The bytes one stage of a copied tile takes: whole KiB, where swizzle
+// patterns start (the consumers' stages and a warp-specialized producer's
+// ring slots must agree on it).
+int64_t stageSlotBytes(const SharedTile &tile);
 // Whether `dot` runs on wgmma (its accumulator has the wgmma layout).
 bool isWgmmaDot(const Op &dot);
 // The shared tile a use reads; true when it holds the loaded value transposed.

@@ -64,8 +64,6 @@ bool ringLoads(const Op &loop, std::vector<RingLoad> &out) {
   return !out.empty();
 }
 
-int64_t slotBytes(const SharedTile &t) { return (t.bytes() + 1023) / 1024 * 1024; }
-
 // Drops the ops with effects the producer does not have (stores, atomics,
 // prints): false when one's result is read.
 bool dropEffects(Block &block, const UseCounts &counts) {
@@ -157,7 +155,7 @@ void warpSpecialize(Function &fn, const GpuOptions &opts) {
       return;
     int64_t bytes = 0;
     for (const RingLoad &l : loads[k])
-      bytes += slotBytes(l.tile);
+      bytes += stageSlotBytes(l.tile);
     stages = std::max(stages, ring[k]->intAttr("pipeline_stages"));
     ringSlotBytes = std::max(ringSlotBytes, bytes);
   }
