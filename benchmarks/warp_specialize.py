@@ -6,9 +6,11 @@ warp-specialized on Hopper) and tutorial 06's attention forward (its Hopper
 path: descriptors made in the kernel when warp-specialized, host descriptors
 otherwise). TFLOP/s. Needs the conformance folder (see tutorials.py).
 
-    python benchmarks/warp_specialize.py
+    python benchmarks/warp_specialize.py [--only attention] [--d 128]
+                                         [--attention-configs 128x64w4s2 128x128w8s2]
 """
 
+import argparse
 import contextlib
 import io
 import os
@@ -42,7 +44,31 @@ def matmul(module, a, b, ws, BM, BN, BK, warps, stages):
     return c
 
 
+def attention_config(text):
+    """'128x64w4s2' -> (BLOCK_M, BLOCK_N, num_warps, num_stages)."""
+    size, rest = text.split("w")
+    warps, stages = rest.split("s")
+    bm, bn = size.split("x")
+    return int(bm), int(bn), int(warps), int(stages)
+
+
+def use_attention_config(module, config):
+    """Tutorial 06's forward autotuner, left with one config of the same kind."""
+    tuner = module._attn_fwd
+    BM, BN, warps, stages = config
+    tuner.configs = [type(tuner.configs[0])({"BLOCK_M": BM, "BLOCK_N": BN}, num_warps=warps,
+                                            num_stages=stages, pre_hook=tuner.configs[0].pre_hook)]
+    tuner.cache.clear()
+
+
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", choices=["matmul", "attention"])
+    parser.add_argument("--d", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--attention-configs", nargs="+", type=attention_config,
+                        help="BMxBNwWARPSsSTAGES, each timed in turn (default: the tutorial's "
+                             "test config, 128x64w4s2)")
+    args = parser.parse_args()
     import triton  # Triton itself first: its compiled modules stay registered
     import triton.tools.tensor_descriptor  # noqa: F401  (Triton's own, for its side)
     triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda",
@@ -69,7 +95,7 @@ def main():
     b = torch.randn((N, K), device="cuda", dtype=torch.float16)
     expect = a.float() @ b.float().T
     for BM, BN, BK, warps, stages in ((128, 256, 64, 8, 3), (128, 128, 64, 8, 4),
-                                      (128, 128, 64, 4, 4)):
+                                      (128, 128, 64, 4, 4)) if args.only != "attention" else ():
         for ws in (False, True):
             for who, module in t09.items():  # checked once, then timed
                 got = safe(lambda: matmul(module, a, b, ws, BM, BN, BK, warps, stages))
@@ -80,22 +106,28 @@ def main():
                 2.0 * M * N * K)
 
     Z, H = 4, 32
-    for D in (64, 128):
-        for n in (4096, 16384):
-            for causal in (False, True):
-                q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16)
-                           for _ in range(3))
-                flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
-                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                                       scale=0.5)
-                for ws in (False, True):
-                    for who, module in t06.items():
-                        got = safe(lambda: module.attention(q, k, v, causal, 0.5, ws))
-                        if not isinstance(got, str):
-                            torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
-                    row(f"06 fwd D={D} N={n} causal={causal}", ws,
-                        lambda who: t06[who].attention(q, k, v, causal, 0.5, ws), flops)
+    for config in (args.attention_configs or [None]) if args.only != "matmul" else ():
+        if config:
+            for module in t06.values():
+                use_attention_config(module, config)
+        name = "{}x{}w{}s{} ".format(*config) if config else ""
+        for D in args.d:
+            for n in (4096, 16384):
+                for causal in (False, True):
+                    attention(t06, row, name, Z, H, D, n, causal)
 
+
+def attention(t06, row, name, Z, H, D, n, causal):
+    q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16) for _ in range(3))
+    flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.5)
+    for ws in (False, True):
+        for who, module in t06.items():
+            got = safe(lambda: module.attention(q, k, v, causal, 0.5, ws))
+            if not isinstance(got, str):
+                torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
+        row(f"06 fwd {name}D={D} N={n} causal={causal}", ws,
+            lambda who: t06[who].attention(q, k, v, causal, 0.5, ws), flops)
 
 if __name__ == "__main__":
     main()

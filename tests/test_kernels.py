@@ -1496,12 +1496,14 @@ def ws_attention_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.const
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("D,BM,BN,N", [(64, 64, 32, 192), (128, 128, 64, 384)])
-def test_warp_specialized_attention(rng, causal, D, BM, BN, N):
+# At 8 warps, two consumer warpgroups own 64 rows each.
+@pytest.mark.parametrize("D,BM,BN,N,warps", [(64, 64, 32, 192, 4), (128, 128, 64, 384, 4),
+                                             (128, 128, 64, 384, 8), (64, 128, 32, 640, 8)])
+def test_warp_specialized_attention(rng, causal, D, BM, BN, N, warps):
     heads, sm_scale = 2, 0.125
     q, k, v = (rng.standard_normal((heads, N, D)).astype(np.float16) for _ in range(3))
     out = np.zeros_like(q)
     ws_attention_kernel[(N // BM, heads)](q, k, v, out, sm_scale, N, D=D, BM=BM, BN=BN,
-                                          CAUSAL=causal, num_warps=4, num_stages=3)
+                                          CAUSAL=causal, num_warps=warps, num_stages=3)
     ref = attention_reference(q, k, v, sm_scale, causal)
     np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)
