@@ -8,6 +8,11 @@ otherwise). TFLOP/s. Needs the conformance folder (see tutorials.py).
 
     python benchmarks/warp_specialize.py [--only attention] [--d 128]
                                          [--attention-configs 128x64w4s2 128x128w8s2]
+    python benchmarks/warp_specialize.py --autotune [--d 128]
+
+--autotune: tutorial 06's forward as its users call it (warp_specialize=False),
+each side autotuned over the tutorial's own configs; tilec's autotuner also
+times its fastest configs warp-specialized (Config.warp_specialize_loops).
 """
 
 import argparse
@@ -61,6 +66,17 @@ def use_attention_config(module, config):
     tuner.cache.clear()
 
 
+def use_all_attention_configs(module):
+    """Tutorial 06's forward autotuner with the tutorial's whole config list
+    (its test config set aside), filtered by the tutorial's own `keep`."""
+    tuner = module._attn_fwd
+    Config, hook = type(tuner.configs[0]), tuner.configs[0].pre_hook
+    configs = [Config({"BLOCK_M": BM, "BLOCK_N": BN}, num_stages=s, num_warps=w, pre_hook=hook)
+               for BM in (64, 128) for BN in (32, 64, 128) for s in (2, 3, 4) for w in (4, 8)]
+    tuner.configs = [c for c in configs if module.keep(c)]
+    tuner.cache.clear()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", choices=["matmul", "attention"])
@@ -68,6 +84,8 @@ def main():
     parser.add_argument("--attention-configs", nargs="+", type=attention_config,
                         help="BMxBNwWARPSsSTAGES, each timed in turn (default: the tutorial's "
                              "test config, 128x64w4s2)")
+    parser.add_argument("--autotune", action="store_true",
+                        help="tutorial 06's forward autotuned over all its configs, ws=False")
     args = parser.parse_args()
     import triton  # Triton itself first: its compiled modules stay registered
     import triton.tools.tensor_descriptor  # noqa: F401  (Triton's own, for its side)
@@ -81,12 +99,12 @@ def main():
     print(f"warp specialization, TFLOP/s (tilec / Triton); {torch.cuda.get_device_name()}")
     print(f"{'kernel':<44} {'ws':>5} {'tilec':>8} {'triton':>8} {'t/tri':>6}")
 
-    def row(label, ws, run, flops):
+    def row(label, ws, run, flops, note=""):
         out = {who: safe(lambda: flops / bench(lambda: run(who)) * 1e-9) for who in t09}
         t, r = out["tilec"], out["triton"]
         ratio = f"{t / r:>6.2f}" if isinstance(t, float) and isinstance(r, float) else "     -"
         cells = " ".join(f"{v:>8.1f}" if isinstance(v, float) else f"{v:>8}" for v in (t, r))
-        print(f"{label:<44} {str(ws):>5} {cells} {ratio}", flush=True)
+        print(f"{label:<44} {str(ws):>5} {cells} {ratio}   {note or ''}", flush=True)
 
     M = N = 8192
     K = 4096
@@ -106,6 +124,27 @@ def main():
                 2.0 * M * N * K)
 
     Z, H = 4, 32
+    if args.autotune:
+        for module in t06.values():
+            use_all_attention_configs(module)
+        print(f"{'kernel (autotuned, ws=False)':<44} {'':>5} {'tilec':>8} {'triton':>8} "
+              f"{'t/tri':>6}   tilec's config")
+        for D in args.d:
+            for n in (4096, 16384):
+                for causal in (False, True):
+                    q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16)
+                               for _ in range(3))
+                    flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
+                    ref = torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=causal, scale=0.5)
+                    for module in t06.values():
+                        got = safe(lambda: module.attention(q, k, v, causal, 0.5, False))
+                        if not isinstance(got, str):
+                            torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
+                    row(f"06 fwd D={D} N={n} causal={causal}", False,
+                        lambda who: t06[who].attention(q, k, v, causal, 0.5, False), flops,
+                        t06["tilec"]._attn_fwd.best_config)
+        return
     for config in (args.attention_configs or [None]) if args.only != "matmul" else ():
         if config:
             for module in t06.values():

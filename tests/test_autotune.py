@@ -74,6 +74,19 @@ def test_config_str_kwargs_and_equality():
     assert "BLOCK_SIZE" in repr(c)
 
 
+def test_a_warp_specialized_config_is_another_config():
+    """tilec's warp_specialize_loops (the variant the autotuner times on sm_90a):
+    a launch option of its own, printed only where set."""
+    c = tilec.Config({"BLOCK_SIZE": 128}, num_warps=8, num_stages=2)
+    ws = c.warp_specialized()
+    assert ws.warp_specialize_loops and not c.warp_specialize_loops
+    assert ws != c and hash(ws) != hash(c) and ws == c.warp_specialized()
+    assert ws.all_kwargs() == {**c.all_kwargs(), "warp_specialize_loops": True}
+    assert "warp_specialize_loops" not in str(c) + repr(c)
+    assert str(ws).endswith("warp_specialize_loops: True")
+    assert "warp_specialize_loops=True" in repr(ws)
+
+
 # --- choosing a config
 
 

@@ -1354,6 +1354,61 @@ def test_a_producer_warpgroup_issues_the_copies(warps, BM):
     assert k.n_spills == 0
 
 
+def _attention(warps, **options):
+    import test_kernels
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+           "N": "i32"}
+    return tilec.compile(test_kernels.attn_descriptor_kernel, signature=sig, num_warps=warps,
+                         num_stages=3, constexprs={"D": 128, "BM": 128, "BN": 64, "CAUSAL": True},
+                         divisible_by_16=["Q", "K", "V", "Out", "N"], **options)
+
+
+@needs_ptxas
+def test_warp_specialize_loops_asks_for_every_outermost_pipelined_loop():
+    """The launch option warp_specialize_loops (the autotuner's variant): as if
+    tl.range(warp_specialize=True) marked each outermost loop that pipelines its
+    loads, here attention's loop over the keys; nothing without it, or on sm_90."""
+    ws = _attention(8, target="sm_90a", warp_specialize_loops=True)
+    assert ws.metadata.num_warps == 12 and "gpu.warp_specialize" in ws.asm["tilegpu"]
+    assert ws.asm["tilegpu"].count("ws_ring = 1") == 1
+    for plain in (_attention(8, target="sm_90a"),
+                  _attention(8, target="sm_90", warp_specialize_loops=True)):
+        assert plain.metadata.num_warps == 8 and "gpu.warp_specialize" not in plain.asm["tilegpu"]
+    # A kernel that asks for its own loop keeps it: the persistent matmul's tile loop.
+    own = _warp_specialized_matmul(8, 128)
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    both = tilec.compile(test_kernels.ws_persistent_matmul_kernel, signature=sig,
+                         target="sm_90a", num_warps=8, num_stages=3,
+                         constexprs={"BM": 128, "BN": 64, "BK": 64, "PROGRAMS": 3},
+                         divisible_by_16=["a_ptr", "b_ptr", "c_ptr", "K"],
+                         warp_specialize_loops=True)
+    assert both.asm["ptx"] == own.asm["ptx"]
+
+
+@needs_gpu
+def test_the_autotuner_times_warp_specialized_variants_on_hopper():
+    """On sm_90a the fastest configs are timed again warp-specialized; the
+    launch runs whichever was fastest, and its result is right."""
+    torch = torch_cuda()
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warp specialization is sm_90a's")
+    import test_kernels
+    configs = [tilec.Config({"BM": 128, "BN": 64}, num_warps=8, num_stages=3),
+               tilec.Config({"BM": 64, "BN": 64}, num_warps=4, num_stages=2)]
+    tuned = tilec.autotune(configs, key=["N"])(test_kernels.attn_descriptor_kernel)
+    heads, N, D = 3, 640, 128
+    q, k, v = (torch.randn((heads, N, D), device="cuda", dtype=torch.float16) for _ in range(3))
+    out = torch.empty_like(q)
+    tuned[lambda meta: (N // meta["BM"], heads)](q, k, v, out, 0.125, N, D=D, CAUSAL=True)
+    timed = list(tuned.configs_timings)
+    assert sorted(c.warp_specialize_loops for c in timed) == [False, False, True, True]
+    assert all(c.warp_specialized() in timed for c in configs)
+    assert tuned.best_config == min(timed, key=tuned.configs_timings.get)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.125)
+    torch.testing.assert_close(out, ref, atol=2e-2, rtol=0)
+
+
 @needs_ptxas
 def test_warp_specialize_is_a_hint_elsewhere():
     """Without sm_90a (setmaxnreg, wgmma) the loop runs as written, its tiles

@@ -27,7 +27,7 @@ namespace {
 const int64_t kGridLimits[3] = {2147483647, 65535, 65535};
 
 const char *const kCompileOptions[] = {"num_warps", "num_stages", "enable_fp_fusion", "debug",
-                                       "maxnreg"};
+                                       "maxnreg", "warp_specialize_loops"};
 
 bool interpreting() {
   for (const char *name : {"TILEC_INTERPRET", "TRITON_INTERPRET"}) {

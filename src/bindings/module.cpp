@@ -213,7 +213,7 @@ void launchCpu(const CompiledKernel &k, std::tuple<int64_t, int64_t, int64_t> gr
 std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arch, int numWarps,
                                  int numStages, bool enableFpFusion, bool debug, bool assemble,
                                  int maxRegisters, bool launchPdl, bool launchCooperative,
-                                 bool deferTmaStores) {
+                                 bool deferTmaStores, bool warpSpecializeLoops) {
   nvidia::GpuOptions o;
   o.arch = arch;
   o.numWarps = numWarps;
@@ -224,6 +224,7 @@ std::shared_ptr<GpuKernel> toGpu(const CompiledKernel &k, const std::string &arc
   o.launchPdl = launchPdl;
   o.launchCooperative = launchCooperative;
   o.deferTmaStores = deferTmaStores;
+  o.warpSpecializeLoops = warpSpecializeLoops;
   return compileForGpu(k, o, assemble);
 }
 
@@ -407,7 +408,7 @@ NB_MODULE(_C, m) {
            nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
            nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0,
            nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false,
-           nb::arg("defer_tma_stores") = true)
+           nb::arg("defer_tma_stores") = true, nb::arg("warp_specialize_loops") = false)
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

@@ -20,6 +20,10 @@ struct GpuOptions {
   // while the copy reads it (the next store of it, or the kernel's end,
   // waits); off: in the scratch, waiting for the read (less shared memory).
   bool deferTmaStores = true;
+  // Warp-specialize where no loop asks: each outermost loop that holds a
+  // pipelined loop, as if tl.range(warp_specialize=True) marked it (the
+  // autotuner's variant of a config; tilec's own launch option).
+  bool warpSpecializeLoops = false;
   // How the kernel is launched (Triton keeps these with the compile options too).
   bool launchPdl = false;         // programmatic dependent launch (tl.extra.cuda.gdc_*)
   bool launchCooperative = false; // a cooperative grid: all blocks resident at once

@@ -24,6 +24,7 @@
 #include "nvidia/warp_specialize.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "nvidia/lowering.h"
 #include "nvidia/pipeline_loops.h"
@@ -117,12 +118,38 @@ bool scalarOnly(const Block &block) {
   return true;
 }
 
+// GpuOptions::warpSpecializeLoops where no loop asks: marks each outermost
+// loop that pipelines its loads or holds one that does.
+void markOutermostPipelinedLoops(Block &body) {
+  bool asked = false;
+  walk(body, [&](Op *op) { asked |= op->kind == OpKind::For && op->intAttr("warp_specialize"); });
+  if (asked)
+    return;
+  std::function<void(Block &)> mark = [&](Block &block) {
+    for (auto &op : block.ops) {
+      bool pipelined = op->kind == OpKind::For && op->intAttr("pipeline_stages") >= 2;
+      if (op->kind == OpKind::For)
+        walk(*op->regions[0], [&](Op *inner) {
+          pipelined |= inner->kind == OpKind::For && inner->intAttr("pipeline_stages") >= 2;
+        });
+      if (pipelined)
+        op->setAttr("warp_specialize", int64_t(1));
+      else
+        for (auto &region : op->regions)
+          mark(*region);
+    }
+  };
+  mark(body);
+}
+
 } // namespace
 
 void warpSpecialize(Function &fn, const GpuOptions &opts) {
   if (opts.arch != "sm_90a" || opts.numWarps % 4)
     return; // (setmaxnreg and wgmma: whole warpgroups on sm_90a)
   Block &body = *fn.body;
+  if (opts.warpSpecializeLoops)
+    markOutermostPipelinedLoops(body);
   std::vector<Op *> ring;
   const Op *asked = nullptr;
   bool returns = false;

@@ -255,6 +255,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"options.maxnreg", std::to_string(o.maxRegisters)},
       {"options.launch_pdl", o.launchPdl ? "1" : "0"},
       {"options.launch_cooperative_grid", o.launchCooperative ? "1" : "0"},
+      {"options.warp_specialize_loops", o.warpSpecializeLoops ? "1" : "0"},
       {"emit_ms", doubleText(k.emitMs)},
       {"assemble_ms", doubleText(k.assembleMs)},
   });
@@ -314,6 +315,7 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
       parseBool(f["options.debug"], o.debug) && parseInt(f["options.maxnreg"], o.maxRegisters) &&
       parseBool(f["options.launch_pdl"], o.launchPdl) &&
       parseBool(f["options.launch_cooperative_grid"], o.launchCooperative) &&
+      parseBool(f["options.warp_specialize_loops"], o.warpSpecializeLoops) &&
       parseDouble(f["emit_ms"], k->emitMs) && parseDouble(f["assemble_ms"], k->assembleMs);
   if (!ok || !isPlausible(*k))
     return nullptr;

@@ -18,8 +18,12 @@ from ..errors import compilation_error
 from . import cache
 
 # Launch options that change the compiled code, with Triton's defaults.
+# warp_specialize_loops is tilec's own: warp-specialize, on sm_90a, each outermost
+# loop that holds a pipelined one, as if tl.range(warp_specialize=True) asked
+# (the autotuner tries it on its fastest configs).
 DEFAULT_GPU_OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True, "debug": False,
-                       "maxnreg": None, "launch_pdl": False, "launch_cooperative_grid": False}
+                       "maxnreg": None, "launch_pdl": False, "launch_cooperative_grid": False,
+                       "warp_specialize_loops": False}
 
 # Triton's type strings -> ours.
 _TYPE_NAMES = {
@@ -57,6 +61,7 @@ def compile_gpu(compiled, arch, options):
             gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
                                   options["debug"], assemble=False,
                                   maxnreg=options.get("maxnreg") or 0, defer_tma_stores=defer,
+                                  warp_specialize_loops=bool(options.get("warp_specialize_loops")),
                                   **launch)
             if gpu.shared <= limit:
                 break
@@ -274,7 +279,8 @@ def make_backend(target):
 
 def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=4,
             num_stages=3, enable_fp_fusion=True, debug=False, divisible_by_16=(), maxnreg=None,
-            launch_pdl=False, launch_cooperative_grid=False, options=None):
+            launch_pdl=False, launch_cooperative_grid=False, warp_specialize_loops=False,
+            options=None):
     """Compiles a @jit `kernel` for `target` ("sm_80", "sm_90a", "cpu", or a GPUTarget).
 
     `signature` maps each runtime argument to Triton's type string ('*fp32', 'i32',
@@ -309,7 +315,8 @@ def compile(kernel, signature=None, constexprs=None, target="sm_90a", num_warps=
     compiled, log = kernel._compile_ir(specs, target)
     options = {"num_warps": num_warps, "num_stages": num_stages,
                "enable_fp_fusion": enable_fp_fusion, "debug": debug, "maxnreg": maxnreg,
-               "launch_pdl": launch_pdl, "launch_cooperative_grid": launch_cooperative_grid}
+               "launch_pdl": launch_pdl, "launch_cooperative_grid": launch_cooperative_grid,
+               "warp_specialize_loops": warp_specialize_loops}
     gpu = None
     if target != "cpu":
         gpu = gpu_kernel(kernel, compiled, specs, log, target, options)

@@ -19,6 +19,10 @@ Where tilec differs from Triton:
 - On the GPU, every config is compiled before the first is timed, on several
   threads: ptxas runs without the GIL, so a cold tuning waits about as long
   as its slowest config takes to assemble, not as long as all of them.
+- On sm_90a, the fastest configs are timed once more warp-specialized
+  (`warp_specialize_loops`, tilec's launch option) where the kernel asks for
+  no warp specialization itself and can have it; such a variant wins where
+  it is faster, and shows in `configs_timings` and `best_config`.
 """
 
 import concurrent.futures
@@ -41,6 +45,9 @@ from .launch import interpreting
 # Errors that rule a config out instead of failing the launch, as in Triton.
 _CONFIG_ERRORS = (OutOfResources, CompilationError)
 
+# How many of the fastest configs are timed warp-specialized too (sm_90a).
+_WARP_SPECIALIZED_TRIES = 3
+
 # The quantiles a timing run reports: median first, then the 20th and 80th percentiles.
 _QUANTILES = (0.5, 0.2, 0.8)
 
@@ -54,33 +61,45 @@ class Config:
     passed to the kernel as keyword arguments) and launch options."""
 
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None,
-                 pre_hook=None):
+                 pre_hook=None, warp_specialize_loops=False):
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
         self.num_ctas = num_ctas
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
+        # tilec's own: warp-specialize the kernel's outermost pipelined loops (sm_90a)
+        self.warp_specialize_loops = bool(warp_specialize_loops)
 
     def all_kwargs(self):
-        """The meta-parameters and the launch options (maxnreg when set)."""
+        """The meta-parameters and the launch options (maxnreg, warp_specialize_loops
+        when set)."""
         options = {"num_warps": self.num_warps, "num_ctas": self.num_ctas,
-                   "num_stages": self.num_stages, "maxnreg": self.maxnreg}
+                   "num_stages": self.num_stages, "maxnreg": self.maxnreg,
+                   "warp_specialize_loops": self.warp_specialize_loops or None}
         return {**self.kwargs, **{k: v for k, v in options.items() if v is not None}}
 
     def _fields(self):
-        return (*self.kwargs.items(), ("num_warps", self.num_warps),
-                ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
-                ("maxnreg", self.maxnreg))
+        fields = (*self.kwargs.items(), ("num_warps", self.num_warps),
+                  ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
+                  ("maxnreg", self.maxnreg))
+        return fields + ((("warp_specialize_loops", True),) if self.warp_specialize_loops
+                         else ())
+
+    def warp_specialized(self):
+        """This config with warp_specialize_loops."""
+        return Config(self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg,
+                      self.pre_hook, warp_specialize_loops=True)
 
     def __str__(self):
         return ", ".join(f"{k}: {v}" for k, v in self._fields())
 
     def __repr__(self):
         hook = f", pre_hook={self.pre_hook!r}" if self.pre_hook else ""
+        ws = ", warp_specialize_loops=True" if self.warp_specialize_loops else ""
         return (f"Config({self.kwargs!r}, num_warps={self.num_warps}, "
                 f"num_stages={self.num_stages}, num_ctas={self.num_ctas}, "
-                f"maxnreg={self.maxnreg}{hook})")
+                f"maxnreg={self.maxnreg}{hook}{ws})")
 
     def __hash__(self):
         return hash((self._fields(), self.pre_hook))
@@ -331,6 +350,8 @@ class Autotuner(_KernelWrapper):
         self._compile_all(args, kwargs, configs)
         failures = {}
         timings = {c: self._bench(args, grid, kwargs, c, failures) for c in configs}
+        for variant in self._warp_specialized_variants(args, kwargs, timings, failures):
+            timings[variant] = self._bench(args, grid, kwargs, variant, failures)
         self.bench_time = time.perf_counter() - start
         best = min(timings, key=timings.get)
         if best in failures:
@@ -342,6 +363,39 @@ class Autotuner(_KernelWrapper):
         if disk:
             disk.store(timings)
         return True
+
+    def _warp_specialized_variants(self, args, kwargs, timings, failures):
+        """On sm_90a, the _WARP_SPECIALIZED_TRIES fastest configs again with
+        warp_specialize_loops, each where the kernel it compiles to differs
+        (its loops can be warp-specialized, and none asks for it already)."""
+        if isinstance(self.fn, Autotuner) or self._device(args, kwargs) != "cuda":
+            return []
+        ranked = sorted((c for c in timings if c not in failures and not c.warp_specialize_loops),
+                        key=timings.get)[:_WARP_SPECIALIZED_TRIES]
+        variants = []
+        for config in ranked:
+            variant = config.warp_specialized()
+            try:
+                # Only a loop whose tiles arrive by TMA can get a producer.
+                if "pipeline_tma = 1" not in self._compiled(args, kwargs, config).asm.get(
+                        "tilegpu", ""):
+                    continue
+                kernel = self._compiled(args, kwargs, variant)
+            except Exception:  # noqa: BLE001  (the config as it is stays)
+                continue
+            if getattr(kernel.metadata, "target", None) != "sm_90a":
+                return []  # (nothing is warp-specialized elsewhere)
+            # A warp-specialized kernel has a producer warpgroup more.
+            if getattr(kernel.metadata, "num_warps", config.num_warps) != config.num_warps:
+                variants.append(variant)
+        return variants
+
+    def _compiled(self, args, kwargs, config):
+        """The kernel `config` compiles to (already compiled: from the cache)."""
+        call_args, call_kwargs, _ = self._merge(args, kwargs, config)
+        if config.pre_hook is not None:
+            config.pre_hook(self._all_args(call_args, call_kwargs))
+        return self.fn.warmup(*call_args, **call_kwargs)
 
     def _compile_all(self, args, kwargs, configs):
         """Compiles the configs for the GPU at once, each on a thread, before any
@@ -476,12 +530,14 @@ class _DiskCache:
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
-            described = [repr(c) for c in self.configs]
+            # (and the warp-specialized variants tuning timed besides)
+            known = self.configs + [c.warp_specialized() for c in self.configs]
+            described = [repr(c) for c in known]
             timings = {}
             for entry in data["configs_timings"]:
-                config = self.configs[described.index(entry["config"])]
+                config = known[described.index(entry["config"])]
                 timings[config] = [float(t) for t in entry["timing"]]
-            if len(timings) != len(self.configs) or not all(timings.values()):
+            if any(c not in timings for c in self.configs) or not all(timings.values()):
                 return None
             return timings
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -16,7 +16,7 @@ from .errors import OutOfResources
 LAUNCH_OPTIONS = (
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
     "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
-    "num_threads", "launch_pdl", "extern_libs",
+    "num_threads", "launch_pdl", "extern_libs", "warp_specialize_loops",
 )
 
 
