@@ -19,10 +19,11 @@ Where tilec differs from Triton:
 - On the GPU, every config is compiled before the first is timed, on several
   threads: ptxas runs without the GIL, so a cold tuning waits about as long
   as its slowest config takes to assemble, not as long as all of them.
-- On sm_90a, the fastest configs are timed once more warp-specialized
-  (`warp_specialize_loops`, tilec's launch option) where the kernel asks for
-  no warp specialization itself and can have it; such a variant wins where
-  it is faster, and shows in `configs_timings` and `best_config`.
+- On sm_90a, the three fastest configs of each warp count are timed once
+  more warp-specialized (`warp_specialize_loops`, tilec's launch option),
+  where the kernel asks for no warp specialization itself and can have it;
+  such a variant wins where it is faster, and shows in `configs_timings` and
+  `best_config`.
 """
 
 import concurrent.futures
@@ -45,7 +46,8 @@ from .launch import interpreting
 # Errors that rule a config out instead of failing the launch, as in Triton.
 _CONFIG_ERRORS = (OutOfResources, CompilationError)
 
-# How many of the fastest configs are timed warp-specialized too (sm_90a).
+# How many of the fastest configs of each warp count are timed warp-specialized
+# too (sm_90a).
 _WARP_SPECIALIZED_TRIES = 3
 
 # The quantiles a timing run reports: median first, then the 20th and 80th percentiles.
@@ -365,13 +367,21 @@ class Autotuner(_KernelWrapper):
         return True
 
     def _warp_specialized_variants(self, args, kwargs, timings, failures):
-        """On sm_90a, the _WARP_SPECIALIZED_TRIES fastest configs again with
-        warp_specialize_loops, each where the kernel it compiles to differs
-        (its loops can be warp-specialized, and none asks for it already)."""
+        """On sm_90a, the _WARP_SPECIALIZED_TRIES fastest configs of each warp
+        count again with warp_specialize_loops, each where the kernel it compiles
+        to differs (its loops can be warp-specialized, and none asks for it
+        already). Each warp count: warp specialization changes which is best
+        (8 warps give two consumer warpgroups, often slow without a producer)."""
         if isinstance(self.fn, Autotuner) or self._device(args, kwargs) != "cuda":
             return []
         ranked = sorted((c for c in timings if c not in failures and not c.warp_specialize_loops),
-                        key=timings.get)[:_WARP_SPECIALIZED_TRIES]
+                        key=timings.get)
+        tried = {}
+        for config in ranked:
+            tried.setdefault(config.num_warps, [])
+            if len(tried[config.num_warps]) < _WARP_SPECIALIZED_TRIES:
+                tried[config.num_warps].append(config)
+        ranked = [c for c in ranked if c in tried[c.num_warps]]
         variants = []
         for config in ranked:
             variant = config.warp_specialized()
