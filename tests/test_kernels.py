@@ -703,13 +703,21 @@ def attn_descriptor_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.co
                            BN: tl.constexpr, CAUSAL: tl.constexpr):
     start_m = tl.program_id(0)
     row0 = tl.program_id(1) * N
-    rows = tl.num_programs(1) * N
-    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
-    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
-    desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
-    desc_o = tl.make_tensor_descriptor(Out, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    desc_q, desc_k, desc_v = _attn_descriptors(Q, K, V, N, D, BM, BN)
+    desc_o = tl.make_tensor_descriptor(Out, shape=[tl.num_programs(1) * N, D], strides=[D, 1],
+                                       block_shape=[BM, D])
     _attn_through_descriptors(desc_q, desc_k, desc_v, desc_o, start_m, row0, sm_scale, N, D, BM,
                               BN, CAUSAL)
+
+
+@tilec.jit
+def _attn_descriptors(Q, K, V, N, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """Descriptors of q (BM rows a block), k and v (BN rows): every head's N
+    rows one after another, one [heads * N, D] tensor each."""
+    rows = tl.num_programs(1) * N
+    return (tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D]),
+            tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D]),
+            tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D]))
 
 
 @tilec.jit
@@ -1473,10 +1481,7 @@ def ws_attention_kernel(Q, K, V, Out, sm_scale, N, D: tl.constexpr, BM: tl.const
     the diagonal block masked, each loop warp-specialized."""
     start_m = tl.program_id(0)
     row0 = tl.program_id(1) * N
-    rows = tl.num_programs(1) * N
-    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
-    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
-    desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_q, desc_k, desc_v = _attn_descriptors(Q, K, V, N, D, BM, BN)
     q = desc_q.load([row0 + start_m * BM, 0])
     offs_m, offs_n, m_i, l_i, acc, qk_scale, hi = _attn_start(start_m, N, sm_scale, D, BM, BN,
                                                                False)
