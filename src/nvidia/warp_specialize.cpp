@@ -118,6 +118,22 @@ bool scalarOnly(const Block &block) {
   return true;
 }
 
+bool pipelinesLoads(const Op &op) {
+  return op.kind == OpKind::For && op.intAttr("pipeline_stages") >= 2;
+}
+
+// The loops that pipeline their loads among for-loop `loop` and the loops under it.
+std::vector<Op *> pipelinedLoops(Op &loop) {
+  std::vector<Op *> out;
+  if (pipelinesLoads(loop))
+    out.push_back(&loop);
+  walk(*loop.regions[0], [&](Op *inner) {
+    if (pipelinesLoads(*inner))
+      out.push_back(inner);
+  });
+  return out;
+}
+
 // GpuOptions::warpSpecializeLoops where no loop asks: marks each outermost
 // loop that pipelines its loads or holds one that does.
 void markOutermostPipelinedLoops(Block &body) {
@@ -127,12 +143,7 @@ void markOutermostPipelinedLoops(Block &body) {
     return;
   std::function<void(Block &)> mark = [&](Block &block) {
     for (auto &op : block.ops) {
-      bool pipelined = op->kind == OpKind::For && op->intAttr("pipeline_stages") >= 2;
-      if (op->kind == OpKind::For)
-        walk(*op->regions[0], [&](Op *inner) {
-          pipelined |= inner->kind == OpKind::For && inner->intAttr("pipeline_stages") >= 2;
-        });
-      if (pipelined)
+      if (op->kind == OpKind::For && !pipelinedLoops(*op).empty())
         op->setAttr("warp_specialize", int64_t(1));
       else
         for (auto &region : op->regions)
@@ -158,20 +169,15 @@ void warpSpecialize(Function &fn, const GpuOptions &opts) {
     if (op->kind != OpKind::For || op->intAttr("warp_specialize") == 0)
       return;
     asked = asked ? asked : op;
-    walk(*op->regions[0], [&](Op *inner) {
-      if (inner->kind == OpKind::For && inner->intAttr("pipeline_stages") >= 2)
-        ring.push_back(inner);
-    });
-    if (op->intAttr("pipeline_stages") >= 2)
-      ring.push_back(op);
+    for (Op *loop : pipelinedLoops(*op))
+      ring.push_back(loop);
   });
   std::sort(ring.begin(), ring.end());
   ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
   // Every other pipelined loop's stages would start where the ring lies.
   bool others = false;
   walk(body, [&](Op *op) {
-    others |= op->kind == OpKind::For && op->intAttr("pipeline_stages") >= 2 &&
-              !std::binary_search(ring.begin(), ring.end(), op);
+    others |= pipelinesLoads(*op) && !std::binary_search(ring.begin(), ring.end(), op);
   });
   if (ring.empty() || returns || others)
     return;
