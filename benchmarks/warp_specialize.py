@@ -132,18 +132,8 @@ def main():
         for D in args.d:
             for n in (4096, 16384):
                 for causal in (False, True):
-                    q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16)
-                               for _ in range(3))
-                    flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
-                    ref = torch.nn.functional.scaled_dot_product_attention(
-                        q, k, v, is_causal=causal, scale=0.5)
-                    for module in t06.values():
-                        got = safe(lambda: module.attention(q, k, v, causal, 0.5, False))
-                        if not isinstance(got, str):
-                            torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
-                    row(f"06 fwd D={D} N={n} causal={causal}", False,
-                        lambda who: t06[who].attention(q, k, v, causal, 0.5, False), flops,
-                        t06["tilec"]._attn_fwd.best_config)
+                    attention(t06, row, "", Z, H, D, n, causal, (False,),
+                              lambda: t06["tilec"]._attn_fwd.best_config)
         return
     for config in (args.attention_configs or [None]) if args.only != "matmul" else ():
         if config:
@@ -156,17 +146,19 @@ def main():
                     attention(t06, row, name, Z, H, D, n, causal)
 
 
-def attention(t06, row, name, Z, H, D, n, causal):
+def attention(t06, row, name, Z, H, D, n, causal, ws_values=(False, True), note=lambda: ""):
+    """Tutorial 06's forward on both sides, checked against SDPA, then timed:
+    a row for each warp_specialize value, with note() after it."""
     q, k, v = (torch.randn((Z, H, n, D), device="cuda", dtype=torch.float16) for _ in range(3))
     flops = 4.0 * Z * H * n * n * D * (0.5 if causal else 1.0)
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.5)
-    for ws in (False, True):
+    for ws in ws_values:
         for who, module in t06.items():
             got = safe(lambda: module.attention(q, k, v, causal, 0.5, ws))
             if not isinstance(got, str):
                 torch.testing.assert_close(got, ref, atol=2e-2, rtol=0)
         row(f"06 fwd {name}D={D} N={n} causal={causal}", ws,
-            lambda who: t06[who].attention(q, k, v, causal, 0.5, ws), flops)
+            lambda who: t06[who].attention(q, k, v, causal, 0.5, ws), flops, note())
 
 if __name__ == "__main__":
     main()

@@ -402,10 +402,16 @@ class Autotuner(_KernelWrapper):
 
     def _compiled(self, args, kwargs, config):
         """The kernel `config` compiles to (already compiled: from the cache)."""
+        call_args, call_kwargs = self._hooked_arguments(args, kwargs, config)
+        return self.fn.warmup(*call_args, **call_kwargs)
+
+    def _hooked_arguments(self, args, kwargs, config):
+        """The arguments of a launch with `config`, once its pre_hook ran on them
+        (tutorial 09's sets its descriptors' block shape, which a compile reads)."""
         call_args, call_kwargs, _ = self._merge(args, kwargs, config)
         if config.pre_hook is not None:
             config.pre_hook(self._all_args(call_args, call_kwargs))
-        return self.fn.warmup(*call_args, **call_kwargs)
+        return call_args, call_kwargs
 
     def _compile_all(self, args, kwargs, configs):
         """Compiles the configs for the GPU at once, each on a thread, before any
@@ -416,10 +422,8 @@ class Autotuner(_KernelWrapper):
             return  # an inner autotuner compiles its own; the CPU backend compiles in ms
         jobs = []
         for config in configs:
-            call_args, call_kwargs, _ = self._merge(args, kwargs, config)
             try:
-                if config.pre_hook is not None:
-                    config.pre_hook(self._all_args(call_args, call_kwargs))
+                call_args, call_kwargs = self._hooked_arguments(args, kwargs, config)
                 jobs.append(self.fn._warmup_job(*call_args, **call_kwargs))
             except Exception:  # noqa: BLE001  (reported by _bench)
                 pass
