@@ -11,6 +11,7 @@
 #include "cpu/numerics.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "nvidia/allocate_shared.h"
 #include "nvidia/assign_layouts.h"
 #include "nvidia/coalesce_memory.h"
 #include "nvidia/propagate_layouts.h"
@@ -179,22 +180,23 @@ const UseCounts &Lowering::uses() {
 
 void Lowering::lowerBlock(const Block &block) {
   size_t staged = residentStaged_.size();
-  int64_t residentTop = residentTop_;
-  for (auto &op : block.ops)
+  int64_t scratchAt = scratchAt_;
+  for (auto &op : block.ops) {
+    scratchAt_ = op->intAttr("scratch_offset", scratchAt_); // (gpu-allocate-shared)
     if (!skipped.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);
       if (op.get() == ringEnd_) { // a warp-specialized kernel's last read of its ring
         barrier();
-        --pipelinesLive_;
         ringEnd_ = nullptr;
       }
     }
+  }
   // Tiles staged in this block serve no code after it (control may reach that
-  // code without passing the staging); their space goes to later tiles.
+  // code without passing the staging).
   for (; residentStaged_.size() > staged; residentStaged_.pop_back())
     residentOperands_.erase(residentStaged_.back());
-  residentTop_ = residentTop;
+  scratchAt_ = scratchAt;
 }
 
 // The layout passes' decisions hold: a result lowered in another layout than
@@ -514,18 +516,17 @@ PtxKernel Lowering::run() {
       << ".version " << (fp8MmaSync_ ? "8.4" : "8.0") // 8.4: mma.sync on fp8 operands
       << "\n.target " << opts.arch << "\n.address_size 64\n\n";
   ptx << b.globals();
-  // Dynamic shared memory: pipeline stages, the scratch, resident tiles.
-  if (sharedBytes_ > 0 || freeSharedBytes_ > 0 || pipelineBytes_ > 0 || residentBytes_ > 0 ||
-      stagingBytes_ > 0)
+  // Dynamic shared memory, as gpu-allocate-shared laid it out.
+  int64_t stagingBytes = 0;
+  walk(*fn.body, [&](Op *op) {
+    if (op->attr("shared_staging")) {
+      const Type &t = op->operand(1)->type;
+      stagingBytes += sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes();
+    }
+  });
+  if (!sharedAt_.empty())
     ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
-  // Resident tiles come after the stages and the scratch of pipelined loops,
-  // and after the scratch used elsewhere (which overlaps the stages).
-  int64_t scratchEnd = std::max(pipelineBytes_ + sharedBytes_, freeSharedBytes_);
-  int64_t residentStart = (scratchEnd + 1023) / 1024 * 1024;
-  int64_t residentEnd = residentBytes_ ? residentStart + residentBytes_ : scratchEnd;
-  // Deferred TMA stores' tiles last: nothing else ever writes them.
-  int64_t stagingStart = (residentEnd + 1023) / 1024 * 1024;
-  out.sharedBytes = (int)(stagingBytes_ ? stagingStart + stagingBytes_ : residentEnd);
+  out.sharedBytes = (int)sharedEnd_;
   WarpRegisters split;
   if (producerWarps_ && opts.maxRegisters == 0)
     split = warpRegisters(opts.numWarps, out.sharedBytes);
@@ -535,21 +536,18 @@ PtxKernel Lowering::run() {
                          : std::string();
   };
   text = fillPlaceholders(
-      text, {{"TILEC_PIPELINE_BYTES", std::to_string(pipelineBytes_)},
-             {"TILEC_CONSUMER_REGISTERS", setmaxnreg("inc", split.consumers)},
+      text, {{"TILEC_CONSUMER_REGISTERS", setmaxnreg("inc", split.consumers)},
              {"TILEC_PRODUCER_REGISTERS", setmaxnreg("dec", split.producer)},
-             {"TILEC_RESIDENT_START", std::to_string(residentStart)},
-             {"TILEC_STAGING_START", std::to_string(stagingStart)},
              // Before each ret, once a deferred store exists: its copy has read its tile.
              {"TILEC_BULK_READS_DONE",
-              stagingBytes_ ? "@" + tmaLeader_ + " cp.async.bulk.wait_group.read 0;" : ""}});
+              stagingBytes ? "@" + tmaLeader_ + " cp.async.bulk.wait_group.read 0;" : ""}});
   ptx << "\n.visible .entry " << fn.name << "(\n"
       << params.str() << "\n)\n.maxntid " << out.numThreads << ", 1, 1\n";
   if (opts.maxRegisters > 0 || split.maxnreg > 0)
     ptx << ".maxnreg " << (opts.maxRegisters > 0 ? opts.maxRegisters : split.maxnreg) << "\n";
   ptx << "{\n" << text << "}\n";
   out.ptx = ptx.str();
-  out.stagingBytes = (int)stagingBytes_;
+  out.stagingBytes = (int)stagingBytes;
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -570,6 +568,7 @@ const GpuPass kGpuPasses[] = {
     {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
     {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
     {"gpu-warp-specialize", warpSpecialize},       // a producer warpgroup issues the copies
+    {"gpu-allocate-shared", allocateShared},       // the buffers' offsets, the scratch's start
 };
 
 } // namespace

@@ -74,6 +74,11 @@ void Lowering::lowerFor(const Op &op) {
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   stageLoopInvariantOperands(op);
+  // From the copies before the first iteration to the drain after the last,
+  // the scratch is the body's (above the stages).
+  int64_t outerScratch = scratchAt_;
+  if (!body.ops.empty())
+    scratchAt_ = body.ops.front()->intAttr("scratch_offset", scratchAt_);
   std::unique_ptr<Pipeline> pipeline = planPipeline(op);
   if (pipeline) {
     beginPipeline(*pipeline, op, carried); // planPipeline registered its loads
@@ -124,6 +129,7 @@ void Lowering::lowerFor(const Op &op) {
     for (PipelinedLoad &l : pipeline->loads)
       pipelinedLoads.erase(l.load);
   }
+  scratchAt_ = outerScratch;
   for (size_t k = 0; k < carried.size(); ++k)
     bind(op.result((int)k), carried[k]);
 }

@@ -101,54 +101,26 @@ std::string Lowering::ownerPredicate(const LinearLayout *l) {
   return p;
 }
 
-// While a pipelined loop runs, the scratch follows its stages; their size is
-// known only once the whole kernel is lowered, so the offset is a placeholder
-// run() fills in. Elsewhere the stages are drained and the scratch starts at 0.
-std::string Lowering::sharedBase() {
-  if (!pipelinesLive_) {
-    if (freeSharedBase_.empty()) {
-      freeSharedBase_ = b.reg(RegClass::B32);
-      b.emitPrologue("mov.u32 " + freeSharedBase_ + ", tilec_smem");
-    }
-    return freeSharedBase_;
+std::string Lowering::sharedAt(int64_t offset) {
+  auto [it, fresh] = sharedAt_.try_emplace(offset);
+  if (fresh) { // in the prologue: defined wherever it is first asked for
+    it->second = b.reg(RegClass::B32);
+    b.emitPrologue("mov.u32 " + it->second + ", tilec_smem");
+    if (offset)
+      b.emitPrologue("add.u32 " + it->second + ", " + it->second + ", " + imm(offset));
   }
-  if (sharedBase_.empty()) {
-    sharedBase_ = b.reg(RegClass::B32);
-    b.emitPrologue("mov.u32 " + sharedBase_ + ", tilec_smem");
-    b.emitPrologue("add.u32 " + sharedBase_ + ", " + sharedBase_ + ", TILEC_PIPELINE_BYTES");
-  }
-  return sharedBase_;
+  return it->second;
 }
 
-std::string Lowering::pipelineBase() {
-  if (pipelineBase_.empty()) {
-    pipelineBase_ = b.reg(RegClass::B32);
-    b.emitPrologue("mov.u32 " + pipelineBase_ + ", tilec_smem");
-  }
-  return pipelineBase_;
+void Lowering::useBuffer(int64_t offset, int64_t bytes) {
+  sharedEnd_ = std::max(sharedEnd_, offset + bytes);
 }
 
-std::string Lowering::residentTile(int64_t bytes) {
-  if (residentBase_.empty()) {
-    residentBase_ = b.reg(RegClass::B32);
-    b.emitPrologue("mov.u32 " + residentBase_ + ", tilec_smem");
-    b.emitPrologue("add.u32 " + residentBase_ + ", " + residentBase_ + ", TILEC_RESIDENT_START");
-  }
-  int64_t at = residentTop_;
-  residentTop_ = (at + bytes + 1023) / 1024 * 1024; // swizzle patterns
-  residentBytes_ = std::max(residentBytes_, residentTop_);
-  return at ? opReg("add.u32", RegClass::B32, {residentBase_, imm(at)}) : residentBase_;
-}
-
-void Lowering::needPipelineShared(int64_t bytes) {
-  pipelineBase();
-  pipelineBytes_ = std::max(pipelineBytes_, (bytes + 1023) / 1024 * 1024); // swizzle patterns
-}
+std::string Lowering::sharedBase() { return sharedAt(scratchAt_); }
 
 void Lowering::needShared(int64_t bytes) {
   sharedBase();
-  int64_t &need = pipelinesLive_ ? sharedBytes_ : freeSharedBytes_;
-  need = std::max(need, bytes);
+  useBuffer(scratchAt_, bytes);
 }
 
 Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTile &t,

@@ -6,6 +6,7 @@
 // conflicts; ldmatrix gives every operand fragment, for 16-, 32- and 8-bit
 // elements alike (an 8x8 matrix of b16 is 8 rows of 16 bytes). On sm_90a,
 // f16 and bf16 dots run on wgmma instead (lower_wgmma.cpp).
+#include "nvidia/allocate_shared.h"
 #include "nvidia/lowering.h"
 
 #include <string_view>
@@ -324,34 +325,30 @@ std::string Lowering::stagedOperand(const Op &dot, int i) {
 }
 
 void Lowering::stageLoopInvariantOperands(const Op &forOp) {
-  const Block &body = *forOp.regions[0];
   bool staged = false, async = false;
-  for (auto &opPtr : body.ops) {
-    const Op &dot = *opPtr;
-    DType in = dot.kind == OpKind::Dot ? dot.operand(0)->type.dtype : DType::F32;
-    if (dot.kind != OpKind::Dot || !mmaLayout(dot) || dtypeBytes(in) > 2 ||
-        dtypeBytes(dot.operand(1)->type.dtype) > 2)
+  std::vector<std::pair<const Op *, int>> operands = invariantOperands(forOp);
+  std::vector<int64_t> offsets = forOp.intsAttr("shared_resident"); // (gpu-allocate-shared)
+  for (size_t k = 0; k < operands.size() && k < offsets.size(); ++k) {
+    auto [dot, i] = operands[k];
+    const Value *v = dot->operand(i);
+    if (offsets[k] < 0 || residentOperands_.count({v, i}))
       continue;
-    OperandTiles tiles = operandTiles(dot);
-    for (int i = 0; i < 2; ++i) {
-      const Value *v = dot.operand(i);
-      if (isDefinedIn(v, body) || residentOperands_.count({v, i}))
-        continue;
-      const TVal &x = val(v);
-      if (!x.isTensor() || x.uniform || !x.sharedTile.empty())
-        continue;
-      if (!staged) { // an enclosing loop's previous iteration may still read the tile
-        b.comment("loop-invariant dot operands, staged once");
-        barrier();
-      }
-      const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
-      std::string base = residentTile(tile.bytes());
-      stageOperand(v, in, tile, i == 1 && !tiles.bKRows, base, false);
-      residentOperands_[{v, i}] = base;
-      residentStaged_.push_back({v, i});
-      staged = true;
-      async |= wgmmaLayout(dot) != nullptr;
+    const TVal &x = val(v);
+    if (!x.isTensor() || x.uniform || !x.sharedTile.empty())
+      continue;
+    if (!staged) { // an enclosing loop's previous iteration may still read the tile
+      b.comment("loop-invariant dot operands, staged once");
+      barrier();
     }
+    OperandTiles tiles = operandTiles(*dot);
+    const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
+    std::string base = sharedAt(offsets[k]);
+    useBuffer(offsets[k], tile.bytes());
+    stageOperand(v, dot->operand(0)->type.dtype, tile, i == 1 && !tiles.bKRows, base, false);
+    residentOperands_[{v, i}] = base;
+    residentStaged_.push_back({v, i});
+    staged = true;
+    async |= wgmmaLayout(*dot) != nullptr;
   }
   if (!staged)
     return;

@@ -232,7 +232,7 @@ std::string Lowering::tmaLeader() {
 static std::string stageBarrier(Lowering &L, const Pipeline &p, const std::string &slot) {
   if (p.ws)
     return L.ring.full(L, slot);
-  std::string at = L.opReg("mad.lo.u32", RegClass::B32, {slot, "8", L.pipelineBase()});
+  std::string at = L.opReg("mad.lo.u32", RegClass::B32, {slot, "8", p.base});
   return L.opReg("add.u32", RegClass::B32, {at, imm(p.barriers)});
 }
 
@@ -273,7 +273,7 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     bytes += l.tile.bytes();
   b.emit("@" + go + " mbarrier.arrive.expect_tx.shared::cta.b64 _, [" + bar + "], " + imm(bytes));
   for (PipelinedLoad &l : p.loads) {
-    std::string dst = opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), pipelineBase()});
+    std::string dst = opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), p.base});
     dst = opReg("add.u32", RegClass::B32, {dst, imm(l.offset)});
     // Coordinates, innermost first: the block pointer's offsets (after its
     // base, sizes and strides).
@@ -329,28 +329,13 @@ static bool insideLoop(const Op &op) {
   return false;
 }
 
-std::string Lowering::deferredStaging(const Op &op, const SharedTile &tile) {
+bool deferredTmaStore(const Function &fn, const GpuOptions &opts, const Op &store) {
   // Only a store in a loop gains: the loop goes on while the copy reads the
   // tile. One outside waits before ret all the same, and its tile of its own
   // would only take shared memory (attention's output tile at D=128: one block
   // per SM instead of two).
-  if (!opts.deferTmaStores || readBackMayMeet(op) || !insideLoop(op))
-    return "";
-  auto it = storeStaging_.find(&op);
-  if (it != storeStaging_.end())
-    return it->second;
-  if (stagingBase_.empty()) {
-    stagingBase_ = b.reg(RegClass::B32);
-    b.emitPrologue("mov.u32 " + stagingBase_ + ", tilec_smem");
-    b.emitPrologue("add.u32 " + stagingBase_ + ", " + stagingBase_ + ", TILEC_STAGING_START");
-  }
-  std::string base = stagingBase_;
-  if (stagingBytes_) { // in the prologue: defined wherever the store is lowered
-    base = b.reg(RegClass::B32);
-    b.emitPrologue("add.u32 " + base + ", " + stagingBase_ + ", " + imm(stagingBytes_));
-  }
-  stagingBytes_ += (tile.bytes() + 1023) / 1024 * 1024; // swizzle patterns
-  return storeStaging_[&op] = base;
+  return opts.deferTmaStores && store.intAttr("tma") && insideLoop(store) &&
+         !storeMayBeReadBack(fn, store);
 }
 
 void Lowering::lowerTmaStore(const Op &op) {
@@ -362,17 +347,20 @@ void Lowering::lowerTmaStore(const Op &op) {
   std::string map = tensorMapAddress(op.operand(0), tile, bytes);
   b.comment("TMA store");
   std::string leader = tmaLeader();
-  // A deferred store's tile is its own: only its last copy may still read it.
-  std::string base = deferredStaging(op, tile);
-  const bool deferred = !base.empty();
+  // A deferred store's tile is its own (shared_staging): only its last copy
+  // may still read it.
+  const bool deferred = op.attr("shared_staging") != nullptr;
+  std::string base;
   if (deferred) {
+    int64_t at = op.intAttr("shared_staging");
+    base = sharedAt(at);
+    useBuffer(at, tile.bytes());
     // Between two runs of this store, every other deferred store of its
     // block ran once and committed a group: this one's last copy is older
     // than those (subtiled epilogues store twice and wait for neither).
     int others = 0;
     for (const auto &o : op.parent->ops)
-      others += o.get() != &op && o->kind == OpKind::StoreBlock && o->intAttr("tma") &&
-                !readBackMayMeet(*o);
+      others += o.get() != &op && o->kind == OpKind::StoreBlock && o->attr("shared_staging");
     b.emit("@" + leader + " cp.async.bulk.wait_group.read " + imm(others));
   } else {
     needShared(tile.bytes());
@@ -394,7 +382,7 @@ void Lowering::lowerTmaStore(const Op &op) {
   b.emit("@" + leader + " cp.async.bulk.commit_group");
   if (deferred)
     return; // the copy reads the tile while the kernel goes on
-  if (readBackMayMeet(op)) { // the writes land, and generic reads after see them
+  if (storeMayBeReadBack(fn, op)) { // the writes land, and generic reads after see them
     b.emit("@" + leader + " cp.async.bulk.wait_group 0");
     b.emit("@" + leader + " fence.proxy.async.global");
   } else {
@@ -403,11 +391,8 @@ void Lowering::lowerTmaStore(const Op &op) {
   barrier(); // the scratch is free again once the copy has read it
 }
 
-// Whether memory the TMA store writes may be read (or signalled through an
-// atomic) later in the kernel: then the store must land before the kernel
-// goes on, not only have read its tile. A load meets the store when their
-// addresses may derive from the same argument.
-bool Lowering::readBackMayMeet(const Op &store) {
+// A load meets the store when their addresses may derive from the same argument.
+bool storeMayBeReadBack(const Function &fn, const Op &store) {
   auto origins = [&](const Value *ptr) -> std::optional<PointerOrigins> {
     PointerOrigins o = pointerOrigins(fn, ptr); // block pointers too, through their base
     if (o.madeAtRunTime)

@@ -6,6 +6,7 @@
 // consumers (setmaxnreg, warpRegisters), so that the block holds what its
 // kernel would hold without the producer: two blocks an SM where shared
 // memory allows, else one.
+#include "nvidia/allocate_shared.h"
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -56,18 +57,12 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   ring.stages = (int)op.intAttr("ring_stages");
   ring.slotBytes = op.intAttr("ring_slot_bytes");
   int64_t dataBytes = ring.stages * ring.slotBytes;
-  // The ring is a pipeline's stages until the last loop that reads it is
-  // done: the scratch keeps off it until then, and may use it after.
-  needPipelineShared(dataBytes + 16 * ring.stages);
-  ring.data = pipelineBase();
-  ++pipelinesLive_;
-  for (auto &top : op.regions[0]->ops) {
-    bool reads = top->intAttr("ws_ring") != 0;
-    for (auto &region : top->regions)
-      walk(*region, [&](Op *loop) { reads |= loop->intAttr("ws_ring") != 0; });
-    if (reads)
-      ringEnd_ = top.get();
-  }
+  // The ring lives until the last loop that reads it is done (shared_ring):
+  // the scratch keeps off it until then, and may use it after.
+  int64_t at = op.intAttr("shared_ring");
+  ring.data = sharedAt(at);
+  useBuffer(at, dataBytes + 16 * ring.stages);
+  ringEnd_ = lastRingReader(op);
   ring.fullAt = dataBytes;
   ring.emptyAt = dataBytes + 8 * ring.stages;
   b.comment("warp specialized: " + std::to_string(opts.numWarps) + " consumer warps, " +

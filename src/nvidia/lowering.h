@@ -53,6 +53,14 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
 // Whether block store `store` can go out by TMA (tmaMovable, of a value of
 // 2- or 4-byte elements held in registers of that width, at most 64 KiB).
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
+// Whether memory TMA store `store` writes may be read (or signalled through
+// an atomic) later in the kernel: then the store must land before the kernel
+// goes on, not only have read its tile.
+bool storeMayBeReadBack(const Function &fn, const Op &store);
+// Whether TMA store `store` returns before its copy has read its tile, which
+// is then its own (GpuOptions::deferTmaStores; a store in a loop that nothing
+// reads back).
+bool deferredTmaStore(const Function &fn, const GpuOptions &opts, const Op &store);
 // The box of one copy of shared tile `t`: its rows, one swizzle-wide column block.
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes);
 // The make_block_ptr block pointer `v` comes from, through advances and
@@ -168,6 +176,7 @@ struct Pipeline {
   // no longer advances them (the copies keep their own), nor moves them.
   std::set<int> frozen;
   int64_t totalBytes = 0, step = 0;
+  std::string base; // the address of its stages (shared_stages; the ring's for ws)
   std::string readSlot, writeSlot, ub, iv;
   const Value *ivValue = nullptr; // the loop's induction variable
   bool waited = false;
@@ -289,9 +298,13 @@ public:
   std::string elementCoord(const LinearLayout *l, int dim, int r);
   // Whether this thread holds the first copy of its elements (stores only once).
   std::string ownerPredicate(const LinearLayout *l);
-  // Shared memory: the dynamic buffer's address and the bytes a step needs.
+  // Shared memory: the scratch's address (where gpu-allocate-shared put the
+  // op being lowered's) and the bytes a step needs there; the address
+  // `offset` bytes into the dynamic buffer; a buffer the allocation placed.
   std::string sharedBase();
   void needShared(int64_t bytes);
+  std::string sharedAt(int64_t offset);
+  void useBuffer(int64_t offset, int64_t bytes);
   void barrier();
   // The shared address of register r's element when the tensor is stored
   // row-major with `bytes` per element from `start`.
@@ -446,12 +459,8 @@ public:
   // origin, whose copies move `tile` one swizzle-wide column block at a time.
   std::string tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes);
   void lowerTmaStore(const Op &op);
-  // The shared tile TMA store `op` stages its value in, when it need not
-  // wait for its copy (none when it must: GpuOptions, or a later read back).
-  std::string deferredStaging(const Op &op, const SharedTile &tile);
   // `ret`, after the copies of deferred TMA stores have read their tiles.
   void emitReturn();
-  bool readBackMayMeet(const Op &store);
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();
@@ -508,18 +517,12 @@ public:
   void issueAfterSyncDot(const Op &dot);
   void endPipeline(Pipeline &p);
   // Loop-invariant dot operands (attention's q) staged once, before the loop,
-  // in tiles of their own that live to the kernel's end; and the shared tile
-  // a dot reads operand i from without staging it (a pipelined or resident
-  // copy), else empty.
-  // A tile serves the rest of the block its loop is in (its staging ran once
-  // control got there), and is released, space and all, at the block's end.
+  // in tiles of their own (where shared_resident puts them); and the shared
+  // tile a dot reads operand i from without staging it (a pipelined or
+  // resident copy), else empty. A tile serves the rest of the block its loop
+  // is in (its staging ran once control got there), not the code after it.
   void stageLoopInvariantOperands(const Op &forOp);
-  std::string residentTile(int64_t bytes);
   std::string stagedOperand(const Op &dot, int i);
-  // The start of dynamic shared memory, where pipeline stages live; the
-  // scratch (sharedBase) follows them.
-  std::string pipelineBase();
-  void needPipelineShared(int64_t bytes);
   std::map<const Op *, Pipeline *> pipelinedLoads;
   // Ops lowerBlock passes over: they only feed the masks of pipelined loads.
   std::set<const Op *> skipped;
@@ -551,32 +554,25 @@ private:
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
-  // The scratch: after the pipeline stages while a pipelined loop runs, else
-  // over them (they are drained then); sized separately.
-  std::string sharedBase_, freeSharedBase_, pipelineBase_, residentBase_;
-  int pipelinesLive_ = 0;
-  int64_t freeSharedBytes_ = 0;
-  int64_t residentBytes_ = 0, residentTop_ = 0; // the most in use at once; in use now
+  // Shared memory: the scratch's offset for the op being lowered
+  // (scratch_offset), registers holding addresses in the buffer by offset,
+  // and the bytes in use at the most.
+  int64_t scratchAt_ = 0;
+  std::map<int64_t, std::string> sharedAt_;
+  int64_t sharedEnd_ = 0;
   std::map<std::pair<const Value *, int>, std::string> residentOperands_;
   std::vector<std::pair<const Value *, int>> residentStaged_; // in staging order
-  int64_t pipelineBytes_ = 0;
-  int64_t sharedBytes_ = 0;
   std::vector<TensorMapParam> tensorMaps_; // the kernel's tensor map parameters
   // Each block pointer's map: its parameter's index and address.
   std::map<const Op *, std::pair<size_t, std::string>> tensorMapAddrs_;
   std::string tmaLeader_;
-  // Tiles of TMA stores that return before their copy has read them
-  // (GpuOptions::deferTmaStores): each store's own, after everything else.
-  std::map<const Op *, std::string> storeStaging_;
-  std::string stagingBase_;
-  int64_t stagingBytes_ = 0;
   int minElementBytes_ = 4;
   // Warp specialization: the producer warps the launch adds, and (once the
   // roles split) the consumer threads a barrier waits for, none else.
   int producerWarps_ = 0;
   int barrierThreads_ = 0;
-  // The op of the consumers' region after which no loop reads the ring: the
-  // scratch may use its space from there on.
+  // The op of the consumers' region after which no loop reads the ring
+  // (lastRingReader): the scratch may use its space from there on.
   const Op *ringEnd_ = nullptr;
   // mma.sync on fp8 operands, which needs PTX ISA 8.4. Other kernels say 8.0 (CUDA
   // 12.0), so that older assemblers still take them.

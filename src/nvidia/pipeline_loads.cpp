@@ -188,7 +188,7 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
     l.bytes = dtypeBytes(load.result()->type.dtype);
     l.vec = std::min(contiguousRegisters(*l.layout, l.layout->rank() - 1), 16 / l.bytes);
     l.value = true;
-    l.slotBytes = (load.result()->type.numel() * l.bytes + 127) / 128 * 128;
+    l.slotBytes = valueSlotBytes(load);
     p->loads.push_back(std::move(l));
   }
   p->dot = ld.dots.empty() ? nullptr : ld.dots.front(); // (a loop of value loads alone: none)
@@ -222,6 +222,13 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
   if (p->tma) { // a barrier per stage after them
     p->barriers = p->totalBytes;
     p->totalBytes += 8 * p->stages;
+  }
+  if (p->ws) {
+    p->base = ring.data;
+  } else { // where gpu-allocate-shared put the stages
+    int64_t at = forOp.intAttr("shared_stages");
+    p->base = sharedAt(at);
+    useBuffer(at, p->totalBytes);
   }
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
@@ -301,7 +308,7 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
                          DType::I1, lay);
     }
     std::string slotBase =
-        L.opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), L.pipelineBase()});
+        L.opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), p.base});
     slotBase = L.opReg("add.u32", RegClass::B32, {slotBase, imm(l.offset)});
     // A transposed tile: the same registers, read as the transposed tensor.
     const LinearLayout *inTile = l.transposed ? L.intern(transLayout(*lay, {1, 0})) : lay;
@@ -374,12 +381,10 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
     b.emit("setp.ne.u32 " + p.notFirst + ", 0, 0");
     return;
   }
-  needPipelineShared(p.totalBytes);
-  // Scratch used outside pipelined loops overlaps the stages: the last reader
-  // of it (lowered before or after this loop, reached through an enclosing
-  // loop's back edge or another branch) is done before the first copy.
+  // Scratch used outside pipelined loops may overlap the stages: the last
+  // reader of it (lowered before or after this loop, reached through an
+  // enclosing loop's back edge or another branch) is done before the first copy.
   barrier();
-  ++pipelinesLive_; // the scratch keeps off the stages from here
   p.ivValue = forOp.regions[0]->args[0].get();
   std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
   int64_t step = forOp.operand(2)->def->intAttr("value");
@@ -620,7 +625,7 @@ void Lowering::pipelinedLoad(Pipeline &p, const Op &load, const std::string &iv)
     if (l.load != &load)
       continue;
     std::string base = opReg("mad.lo.u32", RegClass::B32,
-                             {p.readSlot, imm(l.slotBytes), p.ws ? ring.data : pipelineBase()});
+                             {p.readSlot, imm(l.slotBytes), p.base});
     base = opReg("add.u32", RegClass::B32, {base, imm(l.offset)});
     if (l.value) { // each thread reads back its elements
       std::map<std::string, std::string> rebased;
@@ -760,7 +765,6 @@ void Lowering::endPipeline(Pipeline &p) {
   barrier(); // the stages are free: the scratch may use them again
   if (p.tma)
     releaseTmaBarriers(p);
-  --pipelinesLive_;
 }
 
 } // namespace tilec::nvidia

@@ -516,6 +516,27 @@ LoopDots loopDots(const Block &body) {
 
 int64_t stageSlotBytes(const SharedTile &tile) { return (tile.bytes() + 1023) / 1024 * 1024; }
 
+int64_t valueSlotBytes(const Op &load) {
+  const Type &t = load.result()->type;
+  return (t.numel() * dtypeBytes(t.dtype) + 127) / 128 * 128;
+}
+
+int64_t pipelineStageBytes(const Op &forOp) {
+  const Block &body = *forOp.regions[0];
+  LoopDots ld = loopDots(body);
+  int64_t bytes = 0;
+  for (const Op *load : ld.loads)
+    if (load->intAttr("pipeline_copy") == 1) {
+      SharedTile tile;
+      tileOfUse(ld.uses[load].front(), tile);
+      bytes += stageSlotBytes(tile);
+    }
+  for (auto &op : body.ops)
+    if (op->intAttr("pipeline_copy") == 2)
+      bytes += valueSlotBytes(*op);
+  return bytes;
+}
+
 bool isWgmmaDot(const Op &dot) {
   const LayoutEncoding *e = layoutEncoding(dot.result()->type);
   return e && e->kind == "wgmma";

@@ -79,6 +79,12 @@ LoopDots loopDots(const Block &body);
 // patterns start (the consumers' stages and a warp-specialized producer's
 // ring slots must agree on it).
 int64_t stageSlotBytes(const SharedTile &tile);
+// The bytes one stage of a load no dot reads takes (pipeline_copy = 2): its
+// row-major buffer, in whole 128-byte lines.
+int64_t valueSlotBytes(const Op &load);
+// The bytes one stage of pipelined loop `forOp` (pipeline_stages >= 2) takes:
+// the slots of its copied loads, one after another.
+int64_t pipelineStageBytes(const Op &forOp);
 // Whether `dot` runs on wgmma (its accumulator has the wgmma layout).
 bool isWgmmaDot(const Op &dot);
 // The shared tile a use reads; true when it holds the loaded value transposed.
