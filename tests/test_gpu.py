@@ -866,6 +866,31 @@ def test_a_loop_without_dots_copies_ahead_where_tl_range_asks(stages):
 
 
 @needs_ptxas
+def test_a_column_major_block_pointer_copies_by_tma():
+    """B read through a column-major block pointer (order (0, 1)) goes by TMA
+    on sm_90a, as A does: its map sees the dims swapped (K innermost), and its
+    copies name k second; on sm_80 both go by cp.async."""
+    import test_kernels
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+           "K": "i32"}
+    consts = {"BM": 64, "BN": 64, "BK": 32}
+    k = tilec.compile(test_kernels.col_major_b_matmul_kernel, signature=sig, target="sm_90a",
+                      num_warps=4, num_stages=3, constexprs=consts,
+                      divisible_by_16=["M", "N", "K"])
+    assert "pipeline_stages = 3, pipeline_tma = 1" in k.asm["tilegpu"]
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert body.count("cp.async.bulk.tensor.2d") == 2 and "cp.async.cg" not in body
+    ws = tilec.compile(test_kernels.col_major_b_matmul_kernel, signature=sig, target="sm_90a",
+                       num_warps=4, num_stages=3, constexprs=consts,
+                       divisible_by_16=["M", "N", "K"], warp_specialize_loops=True)
+    assert "gpu.produce" in ws.asm["tilegpu"]
+    old = tilec.compile(test_kernels.col_major_b_matmul_kernel, signature=sig, target="sm_80",
+                        num_warps=4, num_stages=3, constexprs=consts,
+                        divisible_by_16=["M", "N", "K"])
+    assert "pipeline_tma = 0" in old.asm["tilegpu"]
+
+
+@needs_ptxas
 @pytest.mark.parametrize("a_invariant", [False, True])
 def test_dots_accumulating_in_place_run_on_only_behind_a_synchronous_dot(a_invariant):
     """With no synchronous wgmma dot in the loop nothing would wait for a dot

@@ -1209,6 +1209,40 @@ def test_view_of_a_carried_accumulator(rng):
     np.testing.assert_allclose(s, total, rtol=1e-2, atol=2e-1)
 
 
+# B stored transposed ([N][K] row-major) and read through a column-major block
+# pointer (order (0, 1)), as FA2 kernels read K: on sm_90a its tiles go by TMA
+# through a map with the dims swapped, landing K-contiguous for wgmma.
+@tilec.jit
+def col_major_b_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    a = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (pm * BM, 0), (BM, BK), (1, 0))
+    b = tl.make_block_ptr(b_ptr, (K, N), (1, K), (0, pn * BN), (BK, BN), (0, 1))
+    acc = tl.zeros([BM, BN], tl.float32)
+    for _ in range(0, K, BK):
+        acc = tl.dot(tl.load(a, boundary_check=(0, 1)), tl.load(b, boundary_check=(0, 1)), acc)
+        a = tl.advance(a, (0, BK))
+        b = tl.advance(b, (BK, 0))
+    c = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (pm * BM, pn * BN), (BM, BN), (1, 0))
+    tl.store(c, acc, boundary_check=(0, 1))
+
+
+@pytest.mark.parametrize("shape", [(128, 128, 256), (100, 72, 200)])
+@pytest.mark.parametrize("ws", [False, True])
+def test_matmul_of_a_column_major_block_pointer(device, rng, shape, ws):
+    """ws: with a producer warpgroup issuing the copies (sm_90a; elsewhere the
+    option changes nothing)."""
+    M, N, K = shape
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    bt = rng.standard_normal((N, K)).astype(np.float16)  # B = bt.T, column-major
+    c = np.zeros((M, N), np.float32)
+    BM, BN, BK = 64, 64, 32
+    col_major_b_matmul_kernel[(tilec.cdiv(M, BM), tilec.cdiv(N, BN))](
+        a, bt, c, M, N, K, BM=BM, BN=BN, BK=BK, num_stages=3, warp_specialize_loops=ws)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ bt.astype(np.float32).T, rtol=1e-2,
+                               atol=5e-2)
+
+
 # Persistent matmuls whose tile loop asks to be flattened (tl.range(flatten=True)):
 # one loop over every (tile, k step) pair, the epilogue under the last k step.
 @tilec.jit

@@ -151,20 +151,28 @@ int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numA
   return stack.back();
 }
 
+bool tmaTransposed(const Value *blockPtr) {
+  const Op *origin = blockPtrOrigin(blockPtr);
+  return origin && origin->intsAttr("order") == std::vector<int64_t>{0, 1};
+}
+
 bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes) {
   const Op *origin = blockPtrOrigin(blockPtr);
   const std::vector<int64_t> &shape = blockPtr->type.blockShape;
+  if (!origin || origin->operands.size() != 7 || shape.size() != 2)
+    return false;
   // A 2-D tile in lines of at most 256 rows (a copy's box), its rows and
   // their bytes powers of two (a swizzled shared tile).
-  if (!origin || origin->operands.size() != 7 || shape.size() != 2 || shape[0] % 8 ||
-      shape[0] > 256 || (shape[0] & (shape[0] - 1)) || shape[1] * bytes < 16 ||
-      (shape[1] & (shape[1] - 1)))
+  int row = tmaTransposed(blockPtr) ? 1 : 0, column = 1 - row;
+  int64_t rows = shape[row], columns = shape[column];
+  if (rows % 8 || rows > 256 || (rows & (rows - 1)) || columns * bytes < 16 ||
+      (columns & (columns - 1)))
     return false;
   // TMA needs a 16-byte aligned base, 16-byte multiples as strides and a
   // unit stride along the rows.
   std::optional<BlockPtrInfo> bp = blockPtrInfo(info, blockPtr);
-  if (!bp || !bp->unitStride[1] || bp->baseDivisibility % 16 ||
-      bp->strideDivisibility[0] * bytes % 16)
+  if (!bp || !bp->unitStride[column] || bp->baseDivisibility % 16 ||
+      bp->strideDivisibility[row] * bytes % 16)
     return false;
   // The launcher computes the base, sizes and strides as the kernel does.
   for (int k = 0; k < 5; ++k) {
@@ -200,7 +208,10 @@ std::string Lowering::tensorMapAddress(const Value *blockPtr, const SharedTile &
   TensorMapParam m;
   m.rank = 2;
   m.elementBytes = bytes;
-  for (int k = 0; k < 5; ++k) {
+  // Base, sizes, strides; a transposed copy's map sees the dims swapped.
+  std::vector<int> fields = tmaTransposed(blockPtr) ? std::vector<int>{0, 2, 1, 4, 3}
+                                                    : std::vector<int>{0, 1, 2, 3, 4};
+  for (int k : fields) {
     m.fields.emplace_back();
     scalarProgram(fn, origin->operand(k), m.fields.back()); // tmaMovable checked it
   }
@@ -277,8 +288,9 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     dst = opReg("add.u32", RegClass::B32, {dst, imm(l.offset)});
     // Coordinates, innermost first: the block pointer's offsets (after its
     // base, sizes and strides).
-    std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[5]});
-    std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[6]});
+    bool swap = tmaTransposed(l.load->operand(0));
+    std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 6 : 5]});
+    std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 5 : 6]});
     copyTileByTma(go, l.tensorMap, row, col, l.tile, l.bytes, dst, bar);
   }
 }
@@ -312,7 +324,7 @@ bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
          (fp8 || (dtypeBytes(d) >= 2 && storageBytes(d) == dtypeBytes(d))) &&
          value->type.numel() * dtypeBytes(d) <= 64 * 1024 &&
          value->type.shape == store.operand(0)->type.blockShape &&
-         d == store.operand(0)->type.pointee &&
+         d == store.operand(0)->type.pointee && !tmaTransposed(store.operand(0)) &&
          tmaMovable(fn, info, store.operand(0), dtypeBytes(d));
 }
 

@@ -128,8 +128,9 @@ void Lowering::lowerProduce(const Op &op) {
       dst = opReg("add.u32", RegClass::B32, {dst, imm(offset * ring.stages)});
     offset += slotBytes;
     const TVal &bp = val(blockPtr); // base, sizes, strides, offsets
-    std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
-    std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
+    bool swap = tmaTransposed(blockPtr);
+    std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
+    std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
     copyTileByTma("", tensorMapAddress(blockPtr, tiles[k], elementBytes), row, col, tiles[k],
                   elementBytes, dst, full);
   }

@@ -48,8 +48,11 @@ struct SharedAddr {
 // TMA (lower_tma.cpp). Whether block pointer `blockPtr`'s tiles, of elements
 // of `bytes`, can move by TMA on sm_90: 2-D, at most 256 rows, a 16-byte
 // aligned base and strides, a unit stride along the rows, and a base, sizes
-// and strides the launcher can compute from the arguments.
+// and strides the launcher can compute from the arguments. The rows of a
+// column-major block pointer (order (0, 1): K seen transposed) run along its
+// dim 1: its copies land transposed, a [shape[1]][shape[0]] tile (tmaTransposed).
 bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes);
+bool tmaTransposed(const Value *blockPtr);
 // Whether block store `store` can go out by TMA (tmaMovable, of a value of
 // 2- or 4-byte elements held in registers of that width, at most 64 KiB).
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);

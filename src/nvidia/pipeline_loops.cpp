@@ -303,14 +303,17 @@ private:
     return layoutOf(c.address.load->result(), minBytes_, opts_.numWarps);
   }
 
-  // Whether TMA copies `c`: a 2-D block pointer's tile as loaded, which the
-  // launcher can describe, and whose block pointer has no map of another box.
+  // Whether TMA copies `c`: a 2-D block pointer's tile as loaded (or, from
+  // a column-major one, transposed), which the launcher can describe, and
+  // whose block pointer has no map of another box.
   bool tmaCopyable(const Copy &c) const {
-    if (arch_ < 90 || !c.address.block() || c.transposed)
+    if (arch_ < 90 || !c.address.block() || c.transposed != tmaTransposed(c.address.load->operand(0)))
       return false;
     const Op &load = *c.address.load;
     const std::vector<int64_t> &shape = load.result()->type.shape;
-    if (shape.size() != 2 || c.tile.rows != shape[0] || c.tile.rowBytes != shape[1] * c.bytes ||
+    int row = c.transposed ? 1 : 0;
+    if (shape.size() != 2 || c.tile.rows != shape[row] ||
+        c.tile.rowBytes != shape[1 - row] * c.bytes ||
         !tmaMovable(fn_, info_, load.operand(0), c.bytes))
       return false;
     auto known = boxes_.find(blockPtrOrigin(load.operand(0)));

@@ -55,8 +55,10 @@ bool ringLoads(const Op &loop, std::vector<RingLoad> &out) {
       continue;
     const std::vector<OperandUse> &uses = ld.uses[load];
     RingLoad r{load, {}};
-    if (tileOfUse(uses.front(), r.tile))
-      return false; // (TMA copies tiles as they lie in memory)
+    // (TMA copies tiles as they lie in memory, or a column-major block
+    // pointer's transposed.)
+    if (tileOfUse(uses.front(), r.tile) != tmaTransposed(load->operand(0)))
+      return false;
     for (const OperandUse &u : uses)
       if (!isWgmmaDot(*u.dot))
         return false; // ldmatrix reads would need a proxy fence before each copy
