@@ -53,6 +53,38 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 
 @triton.jit
+def block_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr):
+    """The same matmul through block pointers; B row-major, or column-major
+    (stored as B^T, an NT matmul, read with order (0, 1) as FA2 reads K)."""
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_n
+    first_m = (pid // group) * GROUP_M
+    size_m = min(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % size_m
+    pid_n = (pid % group) // size_m
+    a = tl.make_block_ptr(a_ptr, (M, K), (stride_am, 1), (pid_m * BLOCK_M, 0),
+                          (BLOCK_M, BLOCK_K), (1, 0))
+    if B_COLUMN_MAJOR:
+        b = tl.make_block_ptr(b_ptr, (K, N), (1, stride_bn), (0, pid_n * BLOCK_N),
+                              (BLOCK_K, BLOCK_N), (0, 1))
+    else:
+        b = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, 1), (0, pid_n * BLOCK_N),
+                              (BLOCK_K, BLOCK_N), (1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        acc += tl.dot(tl.load(a, boundary_check=(0, 1)), tl.load(b, boundary_check=(0, 1)))
+        a = tl.advance(a, (0, BLOCK_K))
+        b = tl.advance(b, (BLOCK_K, 0))
+    c = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, 1), (pid_m * BLOCK_M, pid_n * BLOCK_N),
+                          (BLOCK_M, BLOCK_N), (1, 0))
+    tl.store(c, acc.to(tl.float16), boundary_check=(0, 1))
+
+
+@triton.jit
 def tiny_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)

@@ -65,6 +65,7 @@ fi
 if want bench; then
   $PY examples/run_all.py > "$OUT/examples.log" 2>&1; cat "$OUT/examples.log"
   $PY benchmarks/gpu.py --plot "$OUT" 2>&1 | tee "$OUT/bench.log"
+  $PY benchmarks/block_matmul.py 2>&1 | tee "$OUT/block_matmul.log"  # block pointers, NN and NT
 fi
 if want attention; then  # flash attention against Triton and SDPA; tilec's PTX beside Triton's
   $PY benchmarks/attention.py --plot "$OUT" 2>&1 | tee "$OUT/attention.log"
