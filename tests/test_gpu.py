@@ -985,11 +985,13 @@ def test_attention_loop_moves_data_only_through_pipelined_copies(kernel_name, ca
     bodies = loop_bodies(ptx)
     assert len(bodies) == 1
     for body in bodies:
-        # K and V arrive through cp.async (by TMA from a descriptor) into the
-        # tiles wgmma reads; the scores, the softmax and p stay in registers (p
-        # is wgmma's A operand).
-        copy = "cp.async.bulk.tensor" if kernel_name == "attn_descriptor_kernel" else "cp.async.cg"
-        assert copy in body
+        # K and V arrive by TMA into the tiles wgmma reads: the block
+        # pointers' base moves with the head (program_id(1) * N * D), a third
+        # dim of their maps that each copy names; the scores, the softmax and p
+        # stay in registers (p is wgmma's A operand).
+        copy = ("cp.async.bulk.tensor.2d" if kernel_name == "attn_descriptor_kernel"
+                else "cp.async.bulk.tensor.3d")
+        assert copy in body and "cp.async.cg" not in body
         assert "ld.global" not in body and "st.shared" not in body and "ld.shared" not in body
         assert "wgmma.mma_async" in body
         assert any("}, {%r" in line for line in body.splitlines() if "wgmma.mma_async" in line)

@@ -151,6 +151,50 @@ int64_t evaluate(const ScalarProgram &program, const uint64_t *args, size_t numA
   return stack.back();
 }
 
+// The terms coefficient * stride that integer offset `v` sums, each stride
+// one the launcher computes; false for any other form.
+static bool offsetTerms(const Function &fn, const Value *v, std::vector<TmaBase::Term> &out) {
+  if (!v->def || v->type.isTensor() || !programInteger(v->type.dtype))
+    return false;
+  const Op &op = *v->def;
+  switch (op.kind) {
+  case OpKind::Add:
+    return offsetTerms(fn, op.operand(0), out) && offsetTerms(fn, op.operand(1), out);
+  case OpKind::Cast: // (offsets widened to 64 bits)
+    return dtypeBits(op.operand(0)->type.dtype) <= dtypeBits(v->type.dtype) &&
+           offsetTerms(fn, op.operand(0), out);
+  case OpKind::Mul:
+    for (int k = 0; k < 2; ++k) {
+      ScalarProgram stride;
+      const Value *c = op.operand(k);
+      if (!c->type.isTensor() && programInteger(c->type.dtype) &&
+          scalarProgram(fn, op.operand(1 - k), stride)) {
+        out.push_back({c, op.operand(1 - k)});
+        return true;
+      }
+    }
+    return false;
+  default:
+    return false;
+  }
+}
+
+std::optional<TmaBase> tmaBase(const Function &fn, const Value *base) {
+  TmaBase out;
+  for (const Value *v = base;; v = v->def->operand(0)) {
+    ScalarProgram host;
+    if (scalarProgram(fn, v, host)) {
+      out.host = v;
+      break;
+    }
+    if (!v->def || v->def->kind != OpKind::AddPtr || !offsetTerms(fn, v->def->operand(1), out.terms))
+      return std::nullopt;
+  }
+  if (out.terms.size() > 3) // (a map has at most 5 dims)
+    return std::nullopt;
+  return out;
+}
+
 bool tmaTransposed(const Value *blockPtr) {
   const Op *origin = blockPtrOrigin(blockPtr);
   return origin && origin->intsAttr("order") == std::vector<int64_t>{0, 1};
@@ -174,12 +218,20 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
   if (!bp || !bp->unitStride[column] || bp->baseDivisibility % 16 ||
       bp->strideDivisibility[row] * bytes % 16)
     return false;
-  // The launcher computes the base, sizes and strides as the kernel does.
-  for (int k = 0; k < 5; ++k) {
+  // The launcher computes the base, sizes and strides as the kernel does,
+  // the base but for terms whose coefficients the copies name (16-byte
+  // multiples as strides too).
+  for (int k = 1; k < 5; ++k) {
     ScalarProgram program;
     if (!scalarProgram(fn, origin->operand(k), program))
       return false;
   }
+  std::optional<TmaBase> base = tmaBase(fn, origin->operand(0));
+  if (!base)
+    return false;
+  for (const TmaBase::Term &t : base->terms)
+    if (axisInfoOf(info, t.stride).divisibility[0] * bytes % 16)
+      return false;
   return true;
 }
 
@@ -196,26 +248,46 @@ static bool sameTensorMap(const TensorMapParam &a, const TensorMapParam &b) {
 
 std::vector<int64_t> tmaBox(const SharedTile &t, int bytes) { return {t.rows, t.swizzle / bytes}; }
 
+// The size of a map's dim of a base term: its coordinates are the kernel's
+// (at most this), and nothing past them is ever copied.
+constexpr int64_t kTermDimSize = 0x7fffffff;
+
 std::string Lowering::tensorMapAddress(const Value *blockPtr, const SharedTile &tile, int bytes) {
   const Op *origin = blockPtrOrigin(blockPtr);
   auto it = tensorMapAddrs_.find(origin);
   if (it != tensorMapAddrs_.end()) {
     const TensorMapParam &m = tensorMaps_[it->second.first];
-    if (m.box != tmaBox(tile, bytes) || m.elementBytes != bytes)
+    std::vector<int64_t> box(m.rank - 2, 1);
+    for (int64_t b : tmaBox(tile, bytes))
+      box.push_back(b);
+    if (m.box != box || m.elementBytes != bytes)
       throw std::logic_error("a block pointer's TMA copies of two different boxes");
     return it->second.second;
   }
   TensorMapParam m;
-  m.rank = 2;
+  TmaBase base = *tmaBase(fn, origin->operand(0)); // tmaMovable checked every field
+  int terms = (int)base.terms.size();
+  m.rank = 2 + terms;
   m.elementBytes = bytes;
-  // Base, sizes, strides; a transposed copy's map sees the dims swapped.
-  std::vector<int> fields = tmaTransposed(blockPtr) ? std::vector<int>{0, 2, 1, 4, 3}
-                                                    : std::vector<int>{0, 1, 2, 3, 4};
-  for (int k : fields) {
+  auto field = [&](const Value *v) {
     m.fields.emplace_back();
-    scalarProgram(fn, origin->operand(k), m.fields.back()); // tmaMovable checked it
-  }
-  m.box = tmaBox(tile, bytes);
+    scalarProgram(fn, v, m.fields.back());
+  };
+  // The base; the sizes, then the strides, outermost dim first: the terms',
+  // then the block's (a transposed copy's map sees those two swapped).
+  field(base.host);
+  bool swap = tmaTransposed(blockPtr);
+  for (int t = terms - 1; t >= 0; --t)
+    m.fields.push_back({{ScalarStep::Const, ScalarStep::W64, kTermDimSize}});
+  field(origin->operand(swap ? 2 : 1));
+  field(origin->operand(swap ? 1 : 2));
+  for (int t = terms - 1; t >= 0; --t)
+    field(base.terms[t].stride);
+  field(origin->operand(swap ? 4 : 3));
+  field(origin->operand(swap ? 3 : 4));
+  m.box.assign(terms, 1);
+  for (int64_t b : tmaBox(tile, bytes))
+    m.box.push_back(b);
   m.swizzle = tile.swizzle == 16 ? 0 : tile.swizzle;
   // Another block pointer computed alike (a warp-specialized producer's
   // copy of the consumers') shares its map.
@@ -247,16 +319,32 @@ static std::string stageBarrier(Lowering &L, const Pipeline &p, const std::strin
   return L.opReg("add.u32", RegClass::B32, {at, imm(p.barriers)});
 }
 
+std::vector<std::string> Lowering::tmaTermCoordinates(const Value *blockPtr) {
+  std::vector<std::string> out;
+  std::optional<TmaBase> base = tmaBase(fn, blockPtrOrigin(blockPtr)->operand(0));
+  for (const TmaBase::Term &t : base->terms) {
+    std::string c = val(t.coefficient).regs[0];
+    out.push_back(dtypeBits(t.coefficient->type.dtype) == 64
+                      ? opReg("cvt.u32.u64", RegClass::B32, {c})
+                      : c);
+  }
+  return out;
+}
+
 void Lowering::copyTileByTma(const std::string &go, const std::string &map,
                              const std::string &row, const std::string &col,
-                             const SharedTile &tile, int bytes, const std::string &dst,
-                             const std::string &bar) {
+                             const std::vector<std::string> &terms, const SharedTile &tile,
+                             int bytes, const std::string &dst, const std::string &bar) {
+  std::string outer;
+  for (const std::string &c : terms)
+    outer += ", " + c;
+  std::string shape = std::to_string(2 + terms.size()) + "d";
   forEachColumnBlock(*this, tile, bytes, col, dst,
                      [&](const std::string &x, const std::string &to) {
-                       b.emit((go.empty() ? "" : "@" + go + " ") +
-                              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
-                              "complete_tx::bytes [" +
-                              to + "], [" + map + ", {" + x + ", " + row + "}], [" + bar + "]");
+                       b.emit((go.empty() ? "" : "@" + go + " ") + "cp.async.bulk.tensor." +
+                              shape + ".shared::cluster.global.mbarrier::complete_tx::bytes [" +
+                              to + "], [" + map + ", {" + x + ", " + row + outer + "}], [" +
+                              bar + "]");
                      });
 }
 
@@ -291,7 +379,8 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     bool swap = tmaTransposed(l.load->operand(0));
     std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 6 : 5]});
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 5 : 6]});
-    copyTileByTma(go, l.tensorMap, row, col, l.tile, l.bytes, dst, bar);
+    copyTileByTma(go, l.tensorMap, row, col, tmaTermCoordinates(l.load->operand(0)), l.tile,
+                  l.bytes, dst, bar);
   }
 }
 
@@ -385,11 +474,16 @@ void Lowering::lowerTmaStore(const Op &op) {
   const TVal &bp = val(op.operand(0));
   std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
   std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
+  std::string outer;
+  std::vector<std::string> terms = tmaTermCoordinates(op.operand(0));
+  for (const std::string &c : terms)
+    outer += ", " + c;
+  std::string dims = std::to_string(2 + terms.size()) + "d";
   forEachColumnBlock(*this, tile, bytes, col, base,
                      [&](const std::string &x, const std::string &from) {
-                       b.emit("@" + leader +
-                              " cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [" + map +
-                              ", {" + x + ", " + row + "}], [" + from + "]");
+                       b.emit("@" + leader + " cp.async.bulk.tensor." + dims +
+                              ".global.shared::cta.bulk_group [" + map + ", {" + x + ", " + row +
+                              outer + "}], [" + from + "]");
                      });
   b.emit("@" + leader + " cp.async.bulk.commit_group");
   if (deferred)

@@ -131,8 +131,8 @@ void Lowering::lowerProduce(const Op &op) {
     bool swap = tmaTransposed(blockPtr);
     std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
-    copyTileByTma("", tensorMapAddress(blockPtr, tiles[k], elementBytes), row, col, tiles[k],
-                  elementBytes, dst, full);
+    copyTileByTma("", tensorMapAddress(blockPtr, tiles[k], elementBytes), row, col,
+                  tmaTermCoordinates(blockPtr), tiles[k], elementBytes, dst, full);
   }
   stepRing();
 }

@@ -53,6 +53,19 @@ struct SharedAddr {
 // dim 1: its copies land transposed, a [shape[1]][shape[0]] tile (tmaTransposed).
 bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockPtr, int bytes);
 bool tmaTransposed(const Value *blockPtr);
+// A block pointer's base as a tensor map takes it: a pointer the launcher
+// computes (`host`), plus up to three terms coefficient * stride whose
+// strides it computes and whose coefficients only the kernel knows (a
+// program's batch and head, as attention kernels offset their base): each
+// term an outer dim of the map, of that stride, copied at that coordinate.
+struct TmaBase {
+  struct Term {
+    const Value *coefficient, *stride;
+  };
+  const Value *host = nullptr;
+  std::vector<Term> terms; // innermost first (the order of the copies' coordinates)
+};
+std::optional<TmaBase> tmaBase(const Function &fn, const Value *base);
 // Whether block store `store` can go out by TMA (tmaMovable, of a value of
 // 2- or 4-byte elements held in registers of that width, at most 64 KiB).
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store);
@@ -470,9 +483,13 @@ public:
   // One TMA copy of `tile` (rows at `row`, columns from `col`: b32
   // registers) through tensor map `map` into shared `dst`, completing
   // mbarrier `bar`; issued where predicate `go` holds (empty: always).
+  // `terms`: the coordinates along the map's dims of base terms (tmaBase),
+  // innermost first.
   void copyTileByTma(const std::string &go, const std::string &map, const std::string &row,
-                     const std::string &col, const SharedTile &tile, int bytes,
-                     const std::string &dst, const std::string &bar);
+                     const std::string &col, const std::vector<std::string> &terms,
+                     const SharedTile &tile, int bytes, const std::string &dst,
+                     const std::string &bar);
+  std::vector<std::string> tmaTermCoordinates(const Value *blockPtr);
   // Warp specialization (lower_warp_specialize.cpp).
   WarpRing ring;
   void lowerWarpSpecialize(const Op &op);
