@@ -3,7 +3,8 @@ compiled by tilec and by Triton, against torch's SDPA (flash backend), fp16, ove
 head sizes, sequence lengths and causal masking. Each side runs the same few
 tile configurations and keeps its fastest correct one. Prints a table of TFLOP/s
 and the cold compile times; `--quick` runs N=4096 only; `--plot DIR` draws
-DIR/attention.png."""
+DIR/attention.png; `--autotune` instead lets each side's autotuner pick among
+TUNED_CONFIGS, as a library shipping the kernel with @triton.autotune would."""
 
 import argparse
 import math
@@ -97,6 +98,21 @@ def best_config(module, shape, q, k, v, ref, sm_scale):
                   for line, configs in failures.items()]
 
 
+def tuned(module, shape, q, k, v, ref, sm_scale):
+    """(TFLOP/s, the autotuner's pick, max error) of the autotuned kernel, as
+    best_config answers (the tuning runs on the first call, off the clock)."""
+    causal = shape[4]
+    try:
+        out, _, config = module.forward_tuned(q, k, v, causal, sm_scale)
+        err = (out.float() - ref.float()).abs().max().item()
+        if not err <= ATOL:
+            return None, [f"wrong: max error {err:.1e}"]
+        ms = bench(lambda: module.forward_tuned(q, k, v, causal, sm_scale), reps=20)
+    except Exception as e:
+        return None, [fail(e)]
+    return (tflops(shape, ms), config, err), []
+
+
 def torch_tflops(shape, q, k, v, sm_scale):
     """(TFLOP/s, None, None) of SDPA's flash backend, as best_config answers."""
     try:
@@ -108,6 +124,10 @@ def torch_tflops(shape, q, k, v, sm_scale):
 
 
 def config_name(config):
+    if not isinstance(config, tuple):  # an autotuner's Config
+        kw = config.kwargs
+        name = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{config.num_warps}x{config.num_stages}"
+        return name + ("ws" if getattr(config, "warp_specialize_loops", False) else "")
     return "x".join(map(str, config))
 
 
@@ -155,12 +175,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="N=4096 only")
     parser.add_argument("--plot", default=None, metavar="DIR", help="save DIR/attention.png")
+    parser.add_argument("--autotune", action="store_true",
+                        help="each side's autotuner picks (no cold-compile table)")
     args = parser.parse_args()
     import triton
     modules = {"tilec": load_kernels("attention_tilec", True, "attention_kernels.py"),
                "triton": load_kernels("attention_triton", False, "attention_kernels.py")}
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          f"triton {triton.__version__}; configs (BLOCK_M, BLOCK_N, warps, stages): {CONFIGS}")
+          f"triton {triton.__version__}; configs (BLOCK_M, BLOCK_N, warps, stages): "
+          f"{modules['tilec'].TUNED_CONFIGS if args.autotune else CONFIGS}"
+          f"{', autotuned' if args.autotune else ''}")
     print(f"{'Z':>3} {'H':>3} {'N':>6} {'D':>4} {'causal':>6} {'tilec':>8} {'triton':>8} "
           f"{'sdpa':>8} {'t/tri':>7} {'err':>6}  best configs   (TFLOP/s)")
     torch.manual_seed(0)
@@ -173,6 +197,10 @@ def main():
             ref = sdpa(q, k, v, causal, sm_scale)
         results, failures = {}, []
         for who, module in modules.items():
+            if args.autotune:
+                results[who], lines = tuned(module, shape, q, k, v, ref, sm_scale)
+                failures += [f"   {who} {line}" for line in lines]
+                continue
             if (who, d, causal) not in cold:
                 cold[who, d, causal] = cold_compile(module, q, k, v, causal, sm_scale)
             results[who], lines = best_config(module, shape, q, k, v, ref, sm_scale)
@@ -186,6 +214,8 @@ def main():
         del q, k, v, ref
         torch.cuda.empty_cache()
 
+    if args.autotune:
+        return
     print(f"cold compile + first launch of {CONFIGS[0]} (fresh caches):")
     for (who, d, causal), (ms, compiled) in sorted(cold.items(), key=lambda i: i[0][1:]):
         where = f"  {who:<7} D={d:<4} causal={'yes' if causal else 'no ':<4}"

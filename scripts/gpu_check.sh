@@ -69,6 +69,7 @@ if want bench; then
 fi
 if want attention; then  # flash attention against Triton and SDPA; tilec's PTX beside Triton's
   $PY benchmarks/attention.py --plot "$OUT" 2>&1 | tee "$OUT/attention.log"
+  $PY benchmarks/attention.py --autotune 2>&1 | tee -a "$OUT/attention.log"  # each side's autotuner
   rm -rf /tmp/compare
   for d in 64 128; do
     $PY scripts/compare_triton.py attention --d $d --out /tmp/compare/d$d 2>&1 | tee -a "$OUT/compare.log"
