@@ -36,6 +36,7 @@ import time
 import warnings
 
 from .. import _C, _args, testing
+from ..errors import TritonError
 from ..backends.nvidia.driver import CudaDriver, arch_of
 from ..compiler.cache import compiler_version
 from ..errors import CompilationError
@@ -54,7 +55,7 @@ _WARP_SPECIALIZED_TRIES = 3
 _QUANTILES = (0.5, 0.2, 0.8)
 
 
-class AutotunerError(RuntimeError):
+class AutotunerError(TritonError, RuntimeError):
     """No config of an autotuned kernel can run (all pruned away, or all failed)."""
 
 
@@ -318,8 +319,12 @@ class Autotuner(_KernelWrapper):
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(self.configs, self.nargs, **kwargs))
             if not configs:
-                raise AutotunerError(f"{self.__name__}: early_config_prune left no config; it "
-                                     "must return at least one")
+                # Triton's words, which code that catches it compares; the kernel in a note
+                error = AutotunerError("Autotuner error: No valid autotuner configs after "
+                                       "pruning. `early_config_prune` should return at least "
+                                       "one config.")
+                error.add_note(f"in autotuned kernel {self.__name__}")
+                raise error
         if self.perf_model is None:
             return configs
         top_k = self.configs_top_k
