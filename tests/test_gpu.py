@@ -1020,9 +1020,16 @@ def test_host_descriptor_tiles_arrive_by_tma():
     assert body.count("cp.async.bulk.tensor.2d") == 2  # K and V: 64 rows of 128 bytes each
     assert "mbarrier.try_wait.parity" in body and "mbarrier.arrive.expect_tx" in body
     assert "cp.async.cg" not in body and "ld.global" not in body and "st.shared" not in body
-    # a tensor map each for K, V (64-row boxes), then O's (stored by TMA, 128 rows)
-    assert ptx.count(".param .align 64 .b8") == 3
-    assert [m["box"] for m in k.metadata.tensor_maps] == [[64, 64], [64, 64], [128, 64]]
+    # a tensor map each for Q (copied by TMA straight into the tile q @ k^T
+    # reads), K, V (64-row boxes), then O's (stored by TMA, 128 rows)
+    assert ptx.count(".param .align 64 .b8") == 4
+    assert [m["box"] for m in k.metadata.tensor_maps] == [[128, 64], [64, 64], [64, 64],
+                                                          [128, 64]]
+    # Q arrives while the first stages are copied: the loop waits for it once
+    # before its first iteration, with no register or st.shared on its way.
+    head = ptx[:ptx.index(body)]
+    assert "ld.global" not in head and "st.shared" not in head
+    assert head.count("mbarrier.try_wait.parity") == 1
     assert k.n_spills == 0
 
 
@@ -1099,7 +1106,8 @@ def test_a_tma_store_outside_loops_has_no_tile_of_its_own():
     store = ptx[ptx.index("// TMA store"):]
     copy = store.index("cp.async.bulk.commit_group")
     assert "cp.async.bulk.wait_group.read 0" in store[copy:store.index("ret;")]
-    # Q's resident tile and two stages of K and V, no tile for the store:
+    # Q's resident tile (and its mbarrier) and two stages of K and V, no tile
+    # for the store:
     assert k.metadata.shared <= 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2 + 1024
 
 
@@ -1195,7 +1203,7 @@ def test_descriptors_copy_by_tma_where_strides_are_16_byte_multiples():
     a TMA one."""
     k = _host_descriptor_attention(divisible=False)
     (body,) = loop_bodies(k.asm["ptx"])
-    assert body.count("cp.async.bulk.tensor.2d") == 2 and len(k.metadata.tensor_maps) == 3
+    assert body.count("cp.async.bulk.tensor.2d") == 2 and len(k.metadata.tensor_maps) == 4
     from tilec import _args
     from tilec.tools.tensor_descriptor import TensorDescriptor
     x = np.zeros((4, 72), np.float16)
@@ -1231,7 +1239,7 @@ def test_tensor_maps_survive_the_disk_cache():
     from tilec import _C
     k = _host_descriptor_attention(divisible=True)
     again = _C.gpu_kernel_from_bytes(k.gpu.to_bytes())
-    assert again.tensor_maps == k.gpu.tensor_maps and len(again.tensor_maps) == 3
+    assert again.tensor_maps == k.gpu.tensor_maps and len(again.tensor_maps) == 4
     assert again.to_bytes() == k.gpu.to_bytes()
 
 

@@ -5,11 +5,13 @@
 // copies go out before the first iteration and are drained after the last),
 // the warp-specialized ring (until the last loop that reads it), the resident
 // tiles of loop-invariant dot operands (from the loop that stages one to the
-// last loop of its block, or nested there, that reads it too), and the tiles of
-// TMA stores that return before their copy has read them (to the kernel's
-// end). Positions are the ops' program order, an op with regions spanning
+// last loop of its block, or nested there, that reads it too; from its load
+// where TMA copies it there, with an mbarrier after it: resident_copy), and
+// the tiles of TMA stores that return before their copy has read them (to the
+// kernel's end). Positions are the ops' program order, an op with regions spanning
 // them; a buffer takes the lowest 1 KiB-aligned offset (swizzle patterns
-// repeat at 1 KiB) that no buffer live at the same time holds.
+// repeat at 1 KiB; a lone mbarrier's, 8 bytes) that no buffer live at the
+// same time holds.
 //
 // The scratch (layout conversions, cross-warp reductions, staged dot
 // operands, ...) lives within one op, and its size is known only once the op
@@ -33,11 +35,12 @@ namespace {
 int64_t wholeKiB(int64_t bytes) { return (bytes + 1023) / 1024 * 1024; }
 
 struct Buffer {
-  int64_t bytes = 0;
+  int64_t bytes = 0, align = 1024; // (an mbarrier alone: 8)
   int first = 0, last = 0;     // the positions it is live at, inclusive
   const Op *owner = nullptr;   // the op it is made for
   bool ownScratchFree = false; // its owner's own scratch may overlap it
   int64_t offset = -1;
+  int partner = -1; // a buffer that lives as long (a resident copy's mbarrier)
 };
 
 class Allocator {
@@ -70,7 +73,7 @@ private:
   }
 
   int add(int64_t bytes, int first, int last, const Op *owner, bool ownScratchFree) {
-    buffers_.push_back({wholeKiB(bytes), first, last, owner, ownScratchFree});
+    buffers_.push_back({bytes, 1024, first, last, owner, ownScratchFree});
     return (int)buffers_.size() - 1;
   }
 
@@ -90,6 +93,8 @@ private:
           if (known != scope.end()) {
             Buffer &tile = buffers_[known->second];
             tile.last = std::max(tile.last, last);
+            if (tile.partner >= 0)
+              buffers_[tile.partner].last = tile.last;
             entries.push_back(known->second);
             continue;
           }
@@ -117,6 +122,15 @@ private:
         // Full and empty mbarriers per slot after the slots.
         add(stages * op.intAttr("ring_slot_bytes") + 16 * stages, first,
             end ? span_[end].second : first, &op, true);
+      } else if (op.kind == OpKind::LoadBlock && op.intAttr("resident_copy")) {
+        // Its tile, then the mbarrier its copy completes; the loops that read
+        // it find it in the scope as a staged operand.
+        const Type &t = op.result()->type;
+        int k = add(sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes(), first, last,
+                    &op, false);
+        buffers_.push_back({8, 8, first, last, &op, false});
+        buffers_[k].partner = (int)buffers_.size() - 1;
+        scope[{op.result(), 0}] = scope[{op.result(), 1}] = k;
       } else if (op.kind == OpKind::StoreBlock && deferredTmaStore(fn_, opts_, op)) {
         const Type &t = op.operand(1)->type;
         add(sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes(), 0, next_, &op,
@@ -127,13 +141,16 @@ private:
     }
   }
 
-  // First fit, longest-lived first among buffers that start together.
+  // First fit, tiles before lone mbarriers (which then take no KiB of their
+  // own), longest-lived first among buffers that start together.
   void place() {
     std::vector<int> order(buffers_.size());
     for (size_t k = 0; k < order.size(); ++k)
       order[k] = (int)k;
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
       const Buffer &a = buffers_[x], &b = buffers_[y];
+      if (a.align != b.align)
+        return a.align > b.align;
       return a.first != b.first ? a.first < b.first : a.last > b.last;
     });
     std::vector<int> placed;
@@ -146,7 +163,7 @@ private:
           const Buffer &o = buffers_[p];
           bool together = o.first <= buf.last && buf.first <= o.last;
           if (together && o.offset < at + buf.bytes && at < o.offset + o.bytes) {
-            at = o.offset + o.bytes; // (whole KiB)
+            at = (o.offset + o.bytes + buf.align - 1) / buf.align * buf.align;
             moved = true;
           }
         }
@@ -163,6 +180,8 @@ private:
         owner.setAttr("shared_ring", buf.offset);
       else if (owner.kind == OpKind::StoreBlock)
         owner.setAttr("shared_staging", buf.offset);
+      else if (owner.kind == OpKind::LoadBlock)
+        owner.setAttr(buf.align == 8 ? "shared_barrier" : "shared_tile", buf.offset);
       else if (buf.ownScratchFree)
         owner.setAttr("shared_stages", buf.offset);
     }
@@ -176,13 +195,14 @@ private:
     }
   }
 
-  // Where the scratch of op `op` may start: above every buffer live at it.
+  // Where the scratch of op `op` may start: above every buffer live at it,
+  // at a whole KiB (its swizzled tiles).
   int64_t scratchAt(const Op &op) {
     int at = span_[&op].first;
     int64_t top = 0;
     for (const Buffer &buf : buffers_)
       if (buf.first <= at && at <= buf.last && !(buf.ownScratchFree && buf.owner == &op))
-        top = std::max(top, buf.offset + buf.bytes);
+        top = std::max(top, wholeKiB(buf.offset + buf.bytes));
     return top;
   }
 

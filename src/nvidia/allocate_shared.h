@@ -18,6 +18,7 @@ namespace tilec::nvidia {
 //                        shared_resident (one offset per invariantOperands entry, -1: none)
 //   gpu.warp_specialize: shared_ring (the producer's ring and its mbarriers)
 //   store_block:         shared_staging (a deferred TMA store's own tile)
+//   load_block:          shared_tile, shared_barrier (a resident_copy's tile, its mbarrier)
 //   any op:              scratch_offset (from this op on in its block, nested
 //                        blocks included, the scratch starts here; where absent,
 //                        as before it, and 0 at the kernel's start)

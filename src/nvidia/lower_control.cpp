@@ -84,6 +84,7 @@ void Lowering::lowerFor(const Op &op) {
     beginPipeline(*pipeline, op, carried); // planPipeline registered its loads
     pipeline->iv = iv;
   }
+  waitResidentCopies(op); // (after the first stages' copies went out)
   std::string top = b.newLabel("for"), end = b.newLabel("for_end");
   b.label(top);
   std::string s = isUnsigned(ivType) ? (dtypeBits(ivType) == 64 ? ".u64" : ".u32")
@@ -130,6 +131,7 @@ void Lowering::lowerFor(const Op &op) {
       pipelinedLoads.erase(l.load);
   }
   scratchAt_ = outerScratch;
+  releaseResidentCopies(op);
   for (size_t k = 0; k < carried.size(); ++k)
     bind(op.result((int)k), carried[k]);
 }

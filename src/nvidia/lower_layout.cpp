@@ -120,7 +120,8 @@ std::string Lowering::sharedBase() { return sharedAt(scratchAt_); }
 
 void Lowering::needShared(int64_t bytes) {
   sharedBase();
-  useBuffer(scratchAt_, bytes);
+  if (bytes > 0)
+    useBuffer(scratchAt_, bytes);
 }
 
 Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTile &t,

@@ -411,6 +411,8 @@ void blockAddresses(Lowering &L, const Op &op, const TVal &bp, const LinearLayou
 }
 
 void Lowering::lowerLoadBlock(const Op &op) {
+  if (op.intAttr("resident_copy"))
+    return copyResidentTile(op);
   const LinearLayout *l = layoutFor(op.result()); // the coalescing pass's
   DType d = op.result()->type.dtype;
   int vec = blockVectorWidth(axisInfo, op, l, d);

@@ -6,6 +6,7 @@
 // zero-fills what lies out of bounds. Stores the coalescing pass marked go the
 // other way: the threads write the tile to shared memory, one thread copies
 // it out, and TMA drops what lies out of bounds.
+#include "nvidia/allocate_shared.h"
 #include "nvidia/lowering.h"
 
 #include <algorithm>
@@ -381,6 +382,69 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
     std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 5 : 6]});
     copyTileByTma(go, l.tensorMap, row, col, tmaTermCoordinates(l.load->operand(0)), l.tile,
                   l.bytes, dst, bar);
+  }
+}
+
+void Lowering::copyResidentTile(const Op &load) {
+  const Value *v = load.result();
+  int bytes = dtypeBytes(v->type.dtype);
+  bool swap = tmaTransposed(load.operand(0));
+  const std::vector<int64_t> &shape = v->type.shape;
+  SharedTile tile = swap ? sharedTile(shape[1], shape[0] * bytes)
+                         : sharedTile(shape[0], shape[1] * bytes); // as the dots read it
+  int64_t at = load.intAttr("shared_tile"), barrierAt = load.intAttr("shared_barrier");
+  std::string base = sharedAt(at);
+  useBuffer(at, tile.bytes());
+  useBuffer(barrierAt, 8);
+  ResidentCopy &copy = residentCopies_[v];
+  copy.barrier = sharedAt(barrierAt);
+  copy.waited = false;
+  for (const auto &op : load.parent->ops)
+    if (op->kind == OpKind::For)
+      for (auto [dot, i] : invariantOperands(*op))
+        if (dot->operand(i) == v)
+          copy.lastReader = op.get();
+  std::string map = tensorMapAddress(load.operand(0), tile, bytes);
+  std::string leader = tmaLeader();
+  b.comment("a loop-invariant dot operand, copied by TMA into its tile");
+  barrier(); // earlier readers of these bytes are done
+  b.emit("@" + leader + " mbarrier.init.shared::cta.b64 [" + copy.barrier + "], 1");
+  b.emit("fence.mbarrier_init.release.cluster"); // seen by the copy's complete_tx
+  barrier();                                     // and by every thread that waits
+  b.emit("@" + leader + " mbarrier.arrive.expect_tx.shared::cta.b64 _, [" + copy.barrier +
+         "], " + imm(tile.bytes()));
+  const TVal &bp = val(load.operand(0));
+  std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
+  std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
+  copyTileByTma(leader, map, row, col, tmaTermCoordinates(load.operand(0)), tile, bytes, base,
+                copy.barrier);
+  TVal out{layoutFor(v), {}};
+  out.sharedTile = base;
+  bind(v, out);
+}
+
+void Lowering::waitResidentCopies(const Op &forOp) {
+  for (auto [dot, i] : invariantOperands(forOp)) {
+    auto it = residentCopies_.find(dot->operand(i));
+    if (it == residentCopies_.end() || it->second.waited)
+      continue;
+    waitBarrier(it->second.barrier, "0");
+    it->second.waited = true;
+  }
+}
+
+void Lowering::releaseResidentCopies(const Op &forOp) {
+  bool synced = false;
+  for (auto it = residentCopies_.begin(); it != residentCopies_.end();) {
+    if (it->second.lastReader != &forOp) {
+      ++it;
+      continue;
+    }
+    if (!synced) // every thread is done waiting
+      barrier();
+    synced = true;
+    b.emit("@" + tmaLeader() + " mbarrier.inval.shared::cta.b64 [" + it->second.barrier + "]");
+    it = residentCopies_.erase(it);
   }
 }
 

@@ -490,6 +490,18 @@ public:
                      const SharedTile &tile, int bytes, const std::string &dst,
                      const std::string &bar);
   std::vector<std::string> tmaTermCoordinates(const Value *blockPtr);
+  // A resident_copy load: TMA copies its tile into shared_tile, completing
+  // the mbarrier after it; the first loop beside it that reads it waits
+  // (waitResidentCopies), the last one invalidates the mbarrier.
+  void copyResidentTile(const Op &load);
+  void waitResidentCopies(const Op &forOp);
+  void releaseResidentCopies(const Op &forOp);
+  struct ResidentCopy {
+    std::string barrier;
+    const Op *lastReader = nullptr;
+    bool waited = false;
+  };
+  std::map<const Value *, ResidentCopy> residentCopies_;
   // Warp specialization (lower_warp_specialize.cpp).
   WarpRing ring;
   void lowerWarpSpecialize(const Op &op);

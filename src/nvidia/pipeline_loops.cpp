@@ -271,11 +271,52 @@ private:
         SharedTile tile = sharedTile(value->type.shape[0], value->type.shape[1] * bytes);
         boxes_.emplace(blockPtrOrigin(op->operand(0)), std::make_pair(tmaBox(tile, bytes), bytes));
       }
+      if (op->kind == OpKind::LoadBlock)
+        markResidentCopy(*op);
       if (op->kind == OpKind::For)
         decide(*op);
       for (auto &region : op->regions)
         visit(*region);
     }
+  }
+
+  // A block load that only loops' wgmma dots read, as an operand they all
+  // read alike and that their loops do not compute (attention's q): on sm_90,
+  // TMA copies it straight into the shared tile they read (resident_copy),
+  // rather than through registers, while the kernel goes on.
+  void markResidentCopy(Op &load) {
+    const Value *v = load.result();
+    if (arch_ < 90 || v->type.rank() != 2 || dtypeBytes(v->type.dtype) > 2 ||
+        (load.strAttr("padding") == "nan" && !load.intsAttr("boundary_check").empty()))
+      return;
+    Copy c;
+    c.bytes = dtypeBytes(v->type.dtype);
+    int uses = 0;
+    bool ok = true;
+    walk(*fn_.body, [&](Op *op) {
+      for (size_t i = 0; i < op->operands.size(); ++i) {
+        if (op->operands[i] != v)
+          continue;
+        // (a dot in the body of a loop beside the load: the loops run in
+        // program order, the first waits for the copy)
+        const Block *body = op->parent;
+        bool invariant = op->kind == OpKind::Dot && i < 2 && isWgmmaDot(*op) && body->parent &&
+                         body->parent->kind == OpKind::For && body->parent->parent == load.parent;
+        SharedTile tile;
+        bool transposed = invariant && tileOfUse({op, (int)i, false}, tile);
+        ok &= invariant && (uses == 0 || (transposed == c.transposed && tile.rows == c.tile.rows &&
+                                          tile.rowBytes == c.tile.rowBytes &&
+                                          tile.swizzle == c.tile.swizzle));
+        c.tile = tile;
+        c.transposed = transposed;
+        ++uses;
+      }
+    });
+    c.address.load = &load;
+    if (!ok || !uses || !tmaCopyable(c))
+      return;
+    load.setAttr("resident_copy", int64_t(1));
+    boxes_.emplace(blockPtrOrigin(load.operand(0)), std::make_pair(tmaBox(c.tile, c.bytes), c.bytes));
   }
 
   // Whether the copies of `c` can move whole vectors into its tile's rows:

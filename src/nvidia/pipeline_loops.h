@@ -19,6 +19,8 @@ namespace tilec::nvidia {
 // tl.range(num_stages=) asks), and records it in the IR:
 //   for:             pipeline_stages (>= 2), pipeline_tma (1: every copy by TMA)
 //   load/load_block: pipeline_copy (1: the tile of a dot operand, 2: a value no dot reads)
+//   load_block:      resident_copy (1: outside the loops whose wgmma dots alone read it,
+//                    copied by TMA straight into the tile they read)
 //   dot:             pipeline_async (1: runs on across iterations),
 //                    pipeline_deferred (k: accumulates into carried value k past the iteration)
 void pipelineLoops(Function &fn, const GpuOptions &opts);
