@@ -320,31 +320,31 @@ static std::string stageBarrier(Lowering &L, const Pipeline &p, const std::strin
   return L.opReg("add.u32", RegClass::B32, {at, imm(p.barriers)});
 }
 
-std::vector<std::string> Lowering::tmaTermCoordinates(const Value *blockPtr) {
-  std::vector<std::string> out;
+Lowering::TmaCoordinates Lowering::tmaCoordinates(const Value *blockPtr, const TVal &bp) {
+  TmaCoordinates at;
+  bool swap = tmaTransposed(blockPtr); // (its map sees the block's dims swapped)
+  at.row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
+  at.col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
   std::optional<TmaBase> base = tmaBase(fn, blockPtrOrigin(blockPtr)->operand(0));
   for (const TmaBase::Term &t : base->terms) {
     std::string c = val(t.coefficient).regs[0];
-    out.push_back(dtypeBits(t.coefficient->type.dtype) == 64
-                      ? opReg("cvt.u32.u64", RegClass::B32, {c})
-                      : c);
+    if (dtypeBits(t.coefficient->type.dtype) == 64)
+      c = opReg("cvt.u32.u64", RegClass::B32, {c});
+    at.outer += ", " + c;
+    ++at.rank;
   }
-  return out;
+  return at;
 }
 
 void Lowering::copyTileByTma(const std::string &go, const std::string &map,
-                             const std::string &row, const std::string &col,
-                             const std::vector<std::string> &terms, const SharedTile &tile,
-                             int bytes, const std::string &dst, const std::string &bar) {
-  std::string outer;
-  for (const std::string &c : terms)
-    outer += ", " + c;
-  std::string shape = std::to_string(2 + terms.size()) + "d";
-  forEachColumnBlock(*this, tile, bytes, col, dst,
+                             const TmaCoordinates &at, const SharedTile &tile, int bytes,
+                             const std::string &dst, const std::string &bar) {
+  forEachColumnBlock(*this, tile, bytes, at.col, dst,
                      [&](const std::string &x, const std::string &to) {
                        b.emit((go.empty() ? "" : "@" + go + " ") + "cp.async.bulk.tensor." +
-                              shape + ".shared::cluster.global.mbarrier::complete_tx::bytes [" +
-                              to + "], [" + map + ", {" + x + ", " + row + outer + "}], [" +
+                              std::to_string(at.rank) +
+                              "d.shared::cluster.global.mbarrier::complete_tx::bytes [" + to +
+                              "], [" + map + ", {" + x + ", " + at.row + at.outer + "}], [" +
                               bar + "]");
                      });
 }
@@ -375,13 +375,8 @@ void Lowering::issueTmaCopies(Pipeline &p, const std::string &slot, const std::s
   for (PipelinedLoad &l : p.loads) {
     std::string dst = opReg("mad.lo.u32", RegClass::B32, {slot, imm(l.slotBytes), p.base});
     dst = opReg("add.u32", RegClass::B32, {dst, imm(l.offset)});
-    // Coordinates, innermost first: the block pointer's offsets (after its
-    // base, sizes and strides).
-    bool swap = tmaTransposed(l.load->operand(0));
-    std::string row = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 6 : 5]});
-    std::string col = opReg("cvt.u32.u64", RegClass::B32, {l.next.regs[swap ? 5 : 6]});
-    copyTileByTma(go, l.tensorMap, row, col, tmaTermCoordinates(l.load->operand(0)), l.tile,
-                  l.bytes, dst, bar);
+    copyTileByTma(go, l.tensorMap, tmaCoordinates(l.load->operand(0), l.next), l.tile, l.bytes,
+                  dst, bar);
   }
 }
 
@@ -413,11 +408,8 @@ void Lowering::copyResidentTile(const Op &load) {
   barrier();                                     // and by every thread that waits
   b.emit("@" + leader + " mbarrier.arrive.expect_tx.shared::cta.b64 _, [" + copy.barrier +
          "], " + imm(tile.bytes()));
-  const TVal &bp = val(load.operand(0));
-  std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
-  std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
-  copyTileByTma(leader, map, row, col, tmaTermCoordinates(load.operand(0)), tile, bytes, base,
-                copy.barrier);
+  copyTileByTma(leader, map, tmaCoordinates(load.operand(0), val(load.operand(0))), tile, bytes,
+                base, copy.barrier);
   TVal out{layoutFor(v), {}};
   out.sharedTile = base;
   bind(v, out);
@@ -535,19 +527,12 @@ void Lowering::lowerTmaStore(const Op &op) {
   stageOperand(value, d, tile, false, base, false);
   b.emit("fence.proxy.async.shared::cta"); // the copy reads through the async proxy
   barrier();
-  const TVal &bp = val(op.operand(0));
-  std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[5]});
-  std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[6]});
-  std::string outer;
-  std::vector<std::string> terms = tmaTermCoordinates(op.operand(0));
-  for (const std::string &c : terms)
-    outer += ", " + c;
-  std::string dims = std::to_string(2 + terms.size()) + "d";
-  forEachColumnBlock(*this, tile, bytes, col, base,
+  TmaCoordinates at = tmaCoordinates(op.operand(0), val(op.operand(0))); // (never transposed)
+  forEachColumnBlock(*this, tile, bytes, at.col, base,
                      [&](const std::string &x, const std::string &from) {
-                       b.emit("@" + leader + " cp.async.bulk.tensor." + dims +
-                              ".global.shared::cta.bulk_group [" + map + ", {" + x + ", " + row +
-                              outer + "}], [" + from + "]");
+                       b.emit("@" + leader + " cp.async.bulk.tensor." + std::to_string(at.rank) +
+                              "d.global.shared::cta.bulk_group [" + map + ", {" + x + ", " +
+                              at.row + at.outer + "}], [" + from + "]");
                      });
   b.emit("@" + leader + " cp.async.bulk.commit_group");
   if (deferred)

@@ -127,12 +127,8 @@ void Lowering::lowerProduce(const Op &op) {
     if (offset)
       dst = opReg("add.u32", RegClass::B32, {dst, imm(offset * ring.stages)});
     offset += slotBytes;
-    const TVal &bp = val(blockPtr); // base, sizes, strides, offsets
-    bool swap = tmaTransposed(blockPtr);
-    std::string row = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 6 : 5]});
-    std::string col = opReg("cvt.u32.u64", RegClass::B32, {bp.regs[swap ? 5 : 6]});
-    copyTileByTma("", tensorMapAddress(blockPtr, tiles[k], elementBytes), row, col,
-                  tmaTermCoordinates(blockPtr), tiles[k], elementBytes, dst, full);
+    copyTileByTma("", tensorMapAddress(blockPtr, tiles[k], elementBytes),
+                  tmaCoordinates(blockPtr, val(blockPtr)), tiles[k], elementBytes, dst, full);
   }
   stepRing();
 }

@@ -480,16 +480,21 @@ public:
   // The PTX name of the kernel's parameter k (runtime arguments, then tensor maps).
   std::string paramName(size_t k) const { return fn.name + "_param_" + std::to_string(k); }
   std::string tmaLeader();
-  // One TMA copy of `tile` (rows at `row`, columns from `col`: b32
-  // registers) through tensor map `map` into shared `dst`, completing
-  // mbarrier `bar`; issued where predicate `go` holds (empty: always).
-  // `terms`: the coordinates along the map's dims of base terms (tmaBase),
-  // innermost first.
-  void copyTileByTma(const std::string &go, const std::string &map, const std::string &row,
-                     const std::string &col, const std::vector<std::string> &terms,
+  // One TMA copy of `tile` (from `at`) through tensor map `map` into shared
+  // `dst`, completing mbarrier `bar`; issued where predicate `go` holds
+  // (empty: always).
+  // Where a copy of block pointer `blockPtr` (its value `bp`: base, sizes,
+  // strides, offsets) starts in its map: the row, the column (b32
+  // registers), then the rest of the coordinate list, innermost first (the
+  // base terms', tmaBase).
+  struct TmaCoordinates {
+    std::string row, col, outer;
+    size_t rank = 2;
+  };
+  TmaCoordinates tmaCoordinates(const Value *blockPtr, const TVal &bp);
+  void copyTileByTma(const std::string &go, const std::string &map, const TmaCoordinates &at,
                      const SharedTile &tile, int bytes, const std::string &dst,
                      const std::string &bar);
-  std::vector<std::string> tmaTermCoordinates(const Value *blockPtr);
   // A resident_copy load: TMA copies its tile into shared_tile, completing
   // the mbarrier after it; the first loop beside it that reads it waits
   // (waitResidentCopies), the last one invalidates the mbarrier.
