@@ -587,18 +587,10 @@ void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts) {
   throw std::invalid_argument("unknown GPU pass '" + name + "'");
 }
 
-PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
-  if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
-    throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
-                                std::to_string(opts.numWarps));
-  if (archNumber(opts.arch) < 80)
-    throw std::invalid_argument("target " + opts.arch +
-                                " is not supported: tilec needs sm_80 or newer");
-  auto start = std::chrono::steady_clock::now();
+// A copy of `fn` through every GPU pass; `info`, its axis info.
+static std::unique_ptr<Function> runGpuPasses(const Function &fn, const GpuOptions &opts,
+                                              AxisInfoMap &info) {
   std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes rewrite the copy
-  // The pipelining pass only marks ops: the axis info of the values it sees
-  // is the lowering's too.
-  AxisInfoMap info;
   for (const GpuPass &pass : kGpuPasses) {
     if (std::string_view(pass.name) == "gpu-pipeline-loops") {
       info = analyzeAxisInfo(*gpu);
@@ -607,8 +599,59 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
       pass.run(*gpu, opts);
     }
   }
+  return gpu;
+}
+
+// The f32 accumulator elements each consumer thread of one warpgroup holds
+// for the wgmma dots of a warp-specialized kernel's ring loops (0: the kernel
+// is not warp-specialized); above kConsumerAccumulators they and the values
+// around them do not fit in the registers setmaxnreg leaves it.
+constexpr int64_t kConsumerAccumulators = 128;
+static int64_t consumerAccumulators(Function &gpu) {
+  int64_t elements = 0;
+  walk(*gpu.body, [&](Op *ws) {
+    if (ws->kind != OpKind::WarpSpecialize)
+      return;
+    walk(*ws->regions[0], [&](Op *loop) {
+      if (!loop->intAttr("ws_ring"))
+        return;
+      for (const Op *dot : loopDots(*loop->regions[0]).dots)
+        elements += std::max<int64_t>(1, dot->result()->type.numel() / 128);
+    });
+  });
+  return elements;
+}
+
+PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
+  if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
+    throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
+                                std::to_string(opts.numWarps));
+  if (archNumber(opts.arch) < 80)
+    throw std::invalid_argument("target " + opts.arch +
+                                " is not supported: tilec needs sm_80 or newer");
+  auto start = std::chrono::steady_clock::now();
+  // The pipelining pass only marks ops: the axis info of the values it sees
+  // is the lowering's too.
+  AxisInfoMap info;
+  std::unique_ptr<Function> gpu = runGpuPasses(fn, opts, info);
+  GpuOptions used = opts;
+  // One consumer warpgroup whose ring loops' accumulators would not fit in
+  // its registers: the rows split over two consumer warpgroups, the layouts
+  // laid out for 8 warps (as Triton partitions a warp-specialized kernel's
+  // data), where the kernel still warp-specializes so.
+  if (opts.numWarps == 4 && consumerAccumulators(*gpu) > kConsumerAccumulators) {
+    GpuOptions wide = opts;
+    wide.numWarps = 8;
+    AxisInfoMap wideInfo;
+    std::unique_ptr<Function> split = runGpuPasses(fn, wide, wideInfo);
+    if (consumerAccumulators(*split) > 0) {
+      gpu = std::move(split);
+      info = std::move(wideInfo);
+      used = wide;
+    }
+  }
   verify(*gpu, /*gpuLevel=*/true);
-  PtxKernel out = Lowering(*gpu, opts, std::move(info)).run();
+  PtxKernel out = Lowering(*gpu, used, std::move(info)).run();
   out.gpuIr = printFunction(*gpu);
   out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
