@@ -1420,6 +1420,26 @@ def test_warp_specialize_loops_asks_for_every_outermost_pipelined_loop():
                          warp_specialize_loops=True)
     assert both.asm["ptx"] == own.asm["ptx"]
 
+@needs_ptxas
+def test_warp_specialized_rows_split_over_two_consumer_warpgroups_when_one_would_not_hold_them():
+    """At 4 warps, one consumer warpgroup of attention at D=128 would hold a
+    128x64 and a 128x128 f32 accumulator (192 registers a thread): its rows
+    split over two warpgroups, the kernel laid out as at 8 warps (as Triton
+    partitions it). At D=64 one warpgroup holds them (128), and keeps them."""
+    import test_kernels
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+           "N": "i32"}
+
+    def compile(d, bm, bn, warps):
+        return tilec.compile(test_kernels.ws_attention_kernel, signature=sig, target="sm_90a",
+                             num_warps=warps, num_stages=3, divisible_by_16=["N"],
+                             constexprs={"D": d, "BM": bm, "BN": bn, "CAUSAL": False})
+    split, eight = compile(128, 128, 64, 4), compile(128, 128, 64, 8)
+    assert split.metadata.num_warps == 12 and split.asm["ptx"] == eight.asm["ptx"]
+    kept = compile(64, 128, 64, 4)
+    assert kept.metadata.num_warps == 8 and "gpu.warp_specialize" in kept.asm["tilegpu"]
+
+
 
 @needs_gpu
 def test_the_autotuner_times_warp_specialized_variants_on_hopper():
