@@ -37,7 +37,7 @@ int64_t wholeKiB(int64_t bytes) { return (bytes + 1023) / 1024 * 1024; }
 struct Buffer {
   int64_t bytes = 0, align = 1024; // (an mbarrier alone: 8)
   int first = 0, last = 0;     // the positions it is live at, inclusive
-  const Op *owner = nullptr;   // the op it is made for
+  Op *owner = nullptr;         // the op it is made for
   bool ownScratchFree = false; // its owner's own scratch may overlap it
   int64_t offset = -1;
   int partner = -1; // a buffer that lives as long (a resident copy's mbarrier)
@@ -61,7 +61,7 @@ private:
   std::map<const Op *, std::pair<int, int>> span_; // each op's first and last position
   int next_ = 0;
   std::vector<Buffer> buffers_;
-  std::map<const Op *, std::vector<int>> resident_; // a loop's entries: buffer index or -1
+  std::map<Op *, std::vector<int>> resident_; // a loop's entries: buffer index or -1
 
   void number(const Block &block) {
     for (auto &op : block.ops) {
@@ -72,7 +72,7 @@ private:
     }
   }
 
-  int add(int64_t bytes, int first, int last, const Op *owner, bool ownScratchFree) {
+  int add(int64_t bytes, int first, int last, Op *owner, bool ownScratchFree) {
     buffers_.push_back({bytes, 1024, first, last, owner, ownScratchFree});
     return (int)buffers_.size() - 1;
   }
@@ -81,9 +81,9 @@ private:
   // one (a later loop reads the tile an earlier one staged: it lives until
   // the last loop that reads it is done).
   using Scope = std::map<std::pair<const Value *, int>, int>;
-  void collect(const Block &block, Scope scope) {
+  void collect(Block &block, Scope scope) {
     for (auto &opPtr : block.ops) {
-      const Op &op = *opPtr;
+      Op &op = *opPtr;
       auto [first, last] = span_[&op];
       if (op.kind == OpKind::For) {
         std::vector<int> &entries = resident_[&op];
@@ -123,8 +123,8 @@ private:
         add(stages * op.intAttr("ring_slot_bytes") + 16 * stages, first,
             end ? span_[end].second : first, &op, true);
       } else if (op.kind == OpKind::LoadBlock && op.intAttr("resident_copy")) {
-        // Its tile, then the mbarrier its copy completes; the loops that read
-        // it find it in the scope as a staged operand.
+        // Its tile and, apart, the mbarrier its copy completes; the loops that
+        // read it find it in the scope as a staged operand.
         const Type &t = op.result()->type;
         int k = add(sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes(), first, last,
                     &op, false);
@@ -175,7 +175,7 @@ private:
 
   void record() {
     for (const Buffer &buf : buffers_) {
-      Op &owner = const_cast<Op &>(*buf.owner);
+      Op &owner = *buf.owner;
       if (owner.kind == OpKind::WarpSpecialize)
         owner.setAttr("shared_ring", buf.offset);
       else if (owner.kind == OpKind::StoreBlock)
@@ -191,7 +191,7 @@ private:
       std::vector<int64_t> offsets;
       for (int k : entries)
         offsets.push_back(k < 0 ? -1 : buffers_[k].offset);
-      const_cast<Op *>(loop)->setAttr("shared_resident", offsets);
+      loop->setAttr("shared_resident", offsets);
     }
   }
 
