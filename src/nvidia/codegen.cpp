@@ -588,8 +588,8 @@ void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts) {
 }
 
 // A copy of `fn` through every GPU pass; `info`, its axis info.
-static std::unique_ptr<Function> runGpuPasses(const Function &fn, const GpuOptions &opts,
-                                              AxisInfoMap &info) {
+static std::unique_ptr<Function> throughGpuPasses(const Function &fn, const GpuOptions &opts,
+                                                  AxisInfoMap &info) {
   std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes rewrite the copy
   for (const GpuPass &pass : kGpuPasses) {
     if (std::string_view(pass.name) == "gpu-pipeline-loops") {
@@ -633,7 +633,7 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
   // The pipelining pass only marks ops: the axis info of the values it sees
   // is the lowering's too.
   AxisInfoMap info;
-  std::unique_ptr<Function> gpu = runGpuPasses(fn, opts, info);
+  std::unique_ptr<Function> gpu = throughGpuPasses(fn, opts, info);
   GpuOptions used = opts;
   // One consumer warpgroup whose ring loops' accumulators would not fit in
   // its registers: the rows split over two consumer warpgroups, the layouts
@@ -643,7 +643,7 @@ PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
     GpuOptions wide = opts;
     wide.numWarps = 8;
     AxisInfoMap wideInfo;
-    std::unique_ptr<Function> split = runGpuPasses(fn, wide, wideInfo);
+    std::unique_ptr<Function> split = throughGpuPasses(fn, wide, wideInfo);
     if (consumerAccumulators(*split) > 0) {
       gpu = std::move(split);
       info = std::move(wideInfo);
