@@ -129,11 +129,13 @@ static void planFlat(Pipeline &p, const Op &forOp, bool tensors) {
         std::find(flat->kept.begin(), flat->kept.end(), v) == flat->kept.end())
       flat->kept.push_back(v);
   };
-  for (const Op *op : sliceOps)
-    if (op != flat->div && op != flat->rem &&
+  for (auto &opPtr : body.ops) { // in body order: the PTX must not depend on addresses
+    const Op *op = opPtr.get();
+    if (sliceOps.count(op) && op != flat->div && op != flat->rem &&
         std::find(flat->tileOps.begin(), flat->tileOps.end(), op) == flat->tileOps.end())
       for (const Value *v : op->operands)
         keep(v);
+  }
   for (const Value *root : roots)
     keep(root);
   p.flat = std::move(flat);
