@@ -416,6 +416,8 @@ void Lowering::copyResidentTile(const Op &load) {
 }
 
 void Lowering::waitResidentCopies(const Op &forOp) {
+  if (residentCopies_.empty()) // (most loops: no need to look at their dots)
+    return;
   for (auto [dot, i] : invariantOperands(forOp)) {
     auto it = residentCopies_.find(dot->operand(i));
     if (it == residentCopies_.end() || it->second.waited)
