@@ -36,10 +36,9 @@ import time
 import warnings
 
 from .. import _C, _args, testing
-from ..errors import TritonError
 from ..backends.nvidia.driver import CudaDriver, arch_of
 from ..compiler.cache import compiler_version
-from ..errors import CompilationError
+from ..errors import CompilationError, TritonError
 from .errors import OutOfResources
 from .jit import JITFunction, KernelInterface
 from .launch import interpreting
