@@ -18,7 +18,7 @@
 // is lowered: it starts above every buffer live at the op, and grows up from
 // there. An op's own buffers (a loop's stages, the ring) are not live for its
 // scratch: what the op converts before its stages fill, or after they drain,
-// may use their bytes (the lowering puts barriers at both ends).
+// may use their bytes (gpu-insert-barriers orders the two).
 #include "nvidia/allocate_shared.h"
 
 #include <algorithm>
@@ -33,6 +33,31 @@ namespace tilec::nvidia {
 namespace {
 
 int64_t wholeKiB(int64_t bytes) { return (bytes + 1023) / 1024 * 1024; }
+
+// The bytes of each kind of buffer (allocated here, and told by ownedShared).
+// A pipelined loop's stages, with a stage's mbarrier each under TMA (0: none).
+int64_t stagesBytes(const Op &forOp) {
+  int64_t stages = forOp.intAttr("pipeline_stages");
+  if (stages < 2 || forOp.intAttr("ws_ring"))
+    return 0;
+  int64_t bytes = pipelineStageBytes(forOp) * stages;
+  if (bytes && forOp.intAttr("pipeline_tma"))
+    bytes += 8 * stages;
+  return bytes;
+}
+// The ring's slots, then a full and an empty mbarrier per slot.
+int64_t ringBytes(const Op &ws) {
+  int64_t stages = ws.intAttr("ring_stages");
+  return stages * ws.intAttr("ring_slot_bytes") + 16 * stages;
+}
+// The swizzled tile a 2-D value of type `t` is copied into as wgmma reads it.
+int64_t tileBytes(const Type &t) {
+  return sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes();
+}
+int64_t residentBytes(const Op &dot, int i) {
+  OperandTiles tiles = operandTiles(dot);
+  return (i == 0 ? tiles.a : tiles.b).bytes();
+}
 
 struct Buffer {
   int64_t bytes = 0, align = 1024; // (an mbarrier alone: 8)
@@ -103,38 +128,24 @@ private:
             entries.push_back(-1);
             continue;
           }
-          OperandTiles tiles = operandTiles(*dot);
-          int k = add((i == 0 ? tiles.a : tiles.b).bytes(), first, last, &op, false);
+          int k = add(residentBytes(*dot, i), first, last, &op, false);
           scope[{v, i}] = k;
           entries.push_back(k);
         }
-        int64_t stages = op.intAttr("pipeline_stages");
-        if (stages >= 2 && !op.intAttr("ws_ring")) {
-          int64_t bytes = pipelineStageBytes(op) * stages;
-          if (bytes && op.intAttr("pipeline_tma"))
-            bytes += 8 * stages; // a stage's mbarrier each
-          if (bytes)
-            add(bytes, first, last, &op, true);
-        }
+        if (int64_t bytes = stagesBytes(op))
+          add(bytes, first, last, &op, true);
       } else if (op.kind == OpKind::WarpSpecialize) {
-        int64_t stages = op.intAttr("ring_stages");
         const Op *end = lastRingReader(op);
-        // Full and empty mbarriers per slot after the slots.
-        add(stages * op.intAttr("ring_slot_bytes") + 16 * stages, first,
-            end ? span_[end].second : first, &op, true);
+        add(ringBytes(op), first, end ? span_[end].second : first, &op, true);
       } else if (op.kind == OpKind::LoadBlock && op.intAttr("resident_copy")) {
         // Its tile and, apart, the mbarrier its copy completes; the loops that
         // read it find it in the scope as a staged operand.
-        const Type &t = op.result()->type;
-        int k = add(sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes(), first, last,
-                    &op, false);
+        int k = add(tileBytes(op.result()->type), first, last, &op, false);
         buffers_.push_back({8, 8, first, last, &op, false});
         buffers_[k].partner = (int)buffers_.size() - 1;
         scope[{op.result(), 0}] = scope[{op.result(), 1}] = k;
       } else if (op.kind == OpKind::StoreBlock && deferredTmaStore(fn_, opts_, op)) {
-        const Type &t = op.operand(1)->type;
-        add(sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes(), 0, next_, &op,
-            false);
+        add(tileBytes(op.operand(1)->type), 0, next_, &op, false);
       }
       for (auto &region : op.regions)
         collect(*region, scope);
@@ -240,6 +251,39 @@ const Op *lastRingReader(const Op &ws) {
       end = top.get();
   }
   return end;
+}
+
+std::vector<SharedRange> ownedShared(const Op &op) {
+  std::vector<SharedRange> out;
+  auto add = [&](const char *attr, auto bytes) { // (sizes of what the op has)
+    if (op.attr(attr))
+      if (int64_t n = bytes(); n > 0)
+        out.push_back({op.intAttr(attr), n});
+  };
+  switch (op.kind) {
+  case OpKind::For: {
+    add("shared_stages", [&] { return stagesBytes(op); });
+    std::vector<int64_t> offsets = op.intsAttr("shared_resident");
+    std::vector<std::pair<const Op *, int>> operands = invariantOperands(op);
+    for (size_t k = 0; k < offsets.size() && k < operands.size(); ++k)
+      if (offsets[k] >= 0)
+        out.push_back({offsets[k], residentBytes(*operands[k].first, operands[k].second)});
+    break;
+  }
+  case OpKind::WarpSpecialize:
+    add("shared_ring", [&] { return ringBytes(op); });
+    break;
+  case OpKind::LoadBlock:
+    add("shared_tile", [&] { return tileBytes(op.result()->type); });
+    add("shared_barrier", [] { return int64_t{8}; });
+    break;
+  case OpKind::StoreBlock:
+    add("shared_staging", [&] { return tileBytes(op.operand(1)->type); });
+    break;
+  default:
+    break;
+  }
+  return out;
 }
 
 void allocateShared(Function &fn, const GpuOptions &opts) { Allocator(fn, opts).run(); }

@@ -25,6 +25,15 @@ namespace tilec::nvidia {
 // The scratch's size is the lowering's: it grows above that offset.
 void allocateShared(Function &fn, const GpuOptions &opts);
 
+// The bytes `op` owns in shared memory, where gpu-allocate-shared put them: a
+// pipelined loop's stages (and their mbarriers) and resident tiles, the ring
+// (slots and mbarriers), a resident copy's tile and its mbarrier, a deferred
+// TMA store's tile.
+struct SharedRange {
+  int64_t offset = 0, bytes = 0;
+};
+std::vector<SharedRange> ownedShared(const Op &op);
+
 // The operands of `forOp`'s tensor-core dots (16 bits or narrower) defined
 // outside its body: staged once before the loop into tiles of their own
 // (resident tiles; attention's q), in the order shared_resident lists them.

@@ -14,6 +14,7 @@
 #include "nvidia/allocate_shared.h"
 #include "nvidia/assign_layouts.h"
 #include "nvidia/coalesce_memory.h"
+#include "nvidia/insert_barriers.h"
 #include "nvidia/propagate_layouts.h"
 #include "nvidia/remove_conversions.h"
 #include "nvidia/lowering.h"
@@ -56,6 +57,11 @@ int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int num
 LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAccessBytes,
                                   int numWarps) {
   return blockedLayout(shape, defaultVector(shape, minAccessBytes, numWarps), numWarps);
+}
+
+LinearLayout loweredLayout(const Value *v, int minAccessBytes, int numWarps) {
+  const LayoutEncoding *e = layoutEncoding(v->type);
+  return e ? e->layout : defaultBlockedLayout(v->type.shape, minAccessBytes, numWarps);
 }
 
 void Lowering::unsupported(const Op &op, const std::string &what) {
@@ -183,14 +189,24 @@ void Lowering::lowerBlock(const Block &block) {
   int64_t scratchAt = scratchAt_;
   for (auto &op : block.ops) {
     scratchAt_ = op->intAttr("scratch_offset", scratchAt_); // (gpu-allocate-shared)
+    // gpu-insert-barriers modeled the scratch of ops with a mark but no
+    // control regions (a loop's own conversions are its own).
+    OpBarrier outer = opBarrier_;
+    const Attr *mark = op->attr("barrier_before");
+    bool control = op->kind == OpKind::For || op->kind == OpKind::If ||
+                   op->kind == OpKind::While || op->kind == OpKind::WarpSpecialize;
+    opBarrier_ = OpBarrier{mark ? (int)op->intAttr("barrier_before") : -1, mark && !control,
+                           false, op.get()};
     if (!skipped.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);
-      if (op.get() == ringEnd_) { // a warp-specialized kernel's last read of its ring
-        barrier();
-        ringEnd_ = nullptr;
-      }
+      endScratch();
     }
+    // The pass counted on this barrier: an op that wrote nothing after all
+    // (or was not lowered) still orders what came before it.
+    if (opBarrier_.mark == 1)
+      barrier();
+    opBarrier_ = outer;
   }
   // Tiles staged in this block serve no code after it (control may reach that
   // code without passing the staging).
@@ -569,6 +585,7 @@ const GpuPass kGpuPasses[] = {
     {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
     {"gpu-warp-specialize", warpSpecialize},       // a producer warpgroup issues the copies
     {"gpu-allocate-shared", allocateShared},       // the buffers' offsets, the scratch's start
+    {"gpu-insert-barriers", insertBarriers},       // a barrier where a write may meet an access
 };
 
 } // namespace

@@ -189,7 +189,7 @@ void Lowering::lowerAtomic(const Op &op) {
     auto address = [&](size_t r) {
       return layout ? sharedElement(layout, (int)r, bytes) : SharedAddr{sharedBase(), 0};
     };
-    barrier();
+    scratchBarrier();
     std::string skip = b.newLabel("atomic_copies");
     b.emit("@!" + owner + " bra " + skip);
     for (size_t r = 0; r < out.regs.size(); ++r)

@@ -85,6 +85,8 @@ void Lowering::lowerFor(const Op &op) {
     pipeline->iv = iv;
   }
   waitResidentCopies(op); // (after the first stages' copies went out)
+  if (opBarrier_.mark == 1) // (staged and copied nothing after all: the body counts on it)
+    bufferBarrier();
   std::string top = b.newLabel("for"), end = b.newLabel("for_end");
   b.label(top);
   std::string s = isUnsigned(ivType) ? (dtypeBits(ivType) == 64 ? ".u64" : ".u32")

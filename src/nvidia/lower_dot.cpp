@@ -51,7 +51,7 @@ void Lowering::lowerDot(const Op &op) {
   int64_t bStart = (aBytes + 15) / 16 * 16;
   needShared(bStart + bBytes);
   b.comment("dot " + at.str() + " x " + bt.str() + " on CUDA cores");
-  barrier();
+  scratchBarrier();
   auto stage = [&](const TVal &v, DType d, const Type &t, int64_t start) {
     const LinearLayout *vl = v.isTensor() ? v.layout : defaultLayout(t.shape);
     TVal x = convert(v, d, vl);

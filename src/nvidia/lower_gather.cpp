@@ -18,7 +18,7 @@ void Lowering::lowerGather(const Op &op) {
     strides[k] = strides[k + 1] * st.shape[k + 1];
   needShared(strides[0] * st.shape[0] * bytes);
   b.comment("gather along axis " + std::to_string(axis));
-  barrier();
+  scratchBarrier();
   for (int r = 0; r < src.layout->numRegs(); ++r)
     storeShared(sharedElement(src.layout, r, bytes), d, src.regs[r]);
   barrier();
@@ -56,7 +56,7 @@ void Lowering::lowerHistogram(const Op &op) {
   TVal mask = op.operands.size() > 1 ? materialize(op.operand(1), l) : TVal{};
   needShared(bins * 4);
   b.comment("histogram of " + std::to_string(bins) + " bins");
-  barrier();
+  scratchBarrier();
   // The counts start at zero: each thread clears every threads-th bin.
   int threads = 32 * opts.numWarps;
   for (int64_t first = 0; first < bins; first += threads) {

@@ -177,6 +177,34 @@ void Lowering::barrier() {
   b.emit(barrierThreads_ ? "bar.sync 1, " + imm(barrierThreads_) : std::string("bar.sync 0"));
 }
 
+void Lowering::scratchBarrier() {
+  OpBarrier &op = opBarrier_;
+  if (!op.scratch) {
+    b.comment(std::string("a use of the scratch gpu-insert-barriers did not model: ") +
+              (op.op ? op.op->info().mnemonic : "?"));
+    barrier();
+    unmodeled_ = true;
+    return;
+  }
+  if (op.used || op.mark > 0)
+    barrier();
+  op.mark = 0;
+  op.used = true;
+}
+
+void Lowering::endScratch() {
+  if (unmodeled_)
+    barrier();
+  unmodeled_ = false;
+}
+
+void Lowering::bufferBarrier() {
+  if (opBarrier_.mark != 0 || unmodeled_)
+    barrier();
+  opBarrier_.mark = 0;
+  unmodeled_ = false;
+}
+
 // The address of register r's element in a row-major copy of the tensor
 // whose dim d has stride strides[d] (0 for a broadcast dim).
 SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
@@ -451,7 +479,7 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
     numel *= s;
   needShared(numel * bytes);
   b.comment("convert " + from->str() + " -> " + to->str());
-  barrier();
+  scratchBarrier();
   // Register r of layout l lives in the swizzled tile (thread part th), else
   // row-major with strides s.
   std::optional<SharedTile> tile = conversionTile(*from, d);
@@ -484,8 +512,11 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   // A broadcast last dim is read at one index: no runs along it.
   run = from->shape.back() == 1 ? 1 : sharedRun(*to, d);
   if (tile) {
-    if (std::optional<MatrixAccess> m = matrixAccess(*to, d))
-      return TVal{to, loadMatrices(sharedBase(), *tile, *m)};
+    if (std::optional<MatrixAccess> m = matrixAccess(*to, d)) {
+      TVal out{to, loadMatrices(sharedBase(), *tile, *m)};
+      endScratch();
+      return out;
+    }
     th = tileThread(to, *tile, bytes);
     cache.clear(); // its addresses hold the writers' thread part
   }
@@ -502,6 +533,7 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
     for (std::string &e : loadSharedRun(a, d, run))
       out.regs.push_back(e);
   }
+  endScratch();
   return out;
 }
 

@@ -336,9 +336,9 @@ void Lowering::stageLoopInvariantOperands(const Op &forOp) {
     const TVal &x = val(v);
     if (!x.isTensor() || x.uniform || !x.sharedTile.empty())
       continue;
-    if (!staged) { // an enclosing loop's previous iteration may still read the tile
+    if (!staged) {
       b.comment("loop-invariant dot operands, staged once");
-      barrier();
+      bufferBarrier();
     }
     OperandTiles tiles = operandTiles(*dot);
     const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
@@ -364,7 +364,7 @@ void Lowering::stageOperands(const Op &op, const OperandTiles &tiles, std::strin
   int64_t bStart = (tiles.a.bytes() + 1023) / 1024 * 1024;
   if (staged) {
     needShared(bStart + tiles.b.bytes());
-    barrier(); // earlier readers of the scratch are done
+    scratchBarrier();
   }
   if (aBase.empty() && !aInRegisters) {
     aBase = sharedBase();

@@ -102,7 +102,7 @@ Lowering::reduceAlong(const LinearLayout *in, int axis, const std::vector<Values
   std::vector<int64_t> strides(slice.rank(), 1);
   for (int dd = slice.rank() - 2; dd >= 0; --dd)
     strides[dd] = strides[dd + 1] * slice.shape[dd + 1];
-  barrier();
+  scratchBarrier();
   for (int j = 0; j < out->numRegs(); ++j)
     for (size_t i = 0; i < k; ++i) {
       int bytes = storageBytes(types[i]);
@@ -311,7 +311,7 @@ std::vector<Lowering::Values> Lowering::scanAlong(const LinearLayout *l, int axi
         lineAddr[g] = opReg("mad.lo.u32", RegClass::B32, {line, imm(at[k]), sharedBase()});
       }
       b.comment("scan: the warps' totals");
-      barrier();
+      scratchBarrier();
       std::string skip = b.newLabel("scan_totals");
       b.emit("@!" + last + " bra " + skip);
       for (int g = 0; g < groups; ++g)

@@ -53,7 +53,7 @@ void Lowering::lowerSort(const Op &op) {
           partner[r] = shuffle(*this, v[r], d, "bfly", 1 << (j - regBits));
       } else { // across warps: through shared memory, the partner 2^j elements away
         needShared(t.numel() * bytes);
-        barrier();
+        scratchBarrier();
         for (size_t r = 0; r < v.size(); ++r)
           storeShared(sharedElement(l, (int)r, bytes), d, v[r]);
         barrier();

@@ -402,7 +402,7 @@ void Lowering::copyResidentTile(const Op &load) {
   std::string map = tensorMapAddress(load.operand(0), tile, bytes);
   std::string leader = tmaLeader();
   b.comment("a loop-invariant dot operand, copied by TMA into its tile");
-  barrier(); // earlier readers of these bytes are done
+  bufferBarrier();
   b.emit("@" + leader + " mbarrier.init.shared::cta.b64 [" + copy.barrier + "], 1");
   b.emit("fence.mbarrier_init.release.cluster"); // seen by the copy's complete_tx
   barrier();                                     // and by every thread that waits
@@ -457,7 +457,6 @@ void Lowering::releaseTmaBarriers(Pipeline &p) {
   for (int s = 0; s < p.stages; ++s)
     b.emit("@" + leader + " mbarrier.inval.shared::cta.b64 [" + stageBarrier(*this, p, imm(s)) +
            "]");
-  barrier(); // before the scratch over the stages is written
 }
 
 bool tmaStorable(const Function &fn, const AxisInfoMap &info, const Op &store) {
@@ -521,11 +520,12 @@ void Lowering::lowerTmaStore(const Op &op) {
     for (const auto &o : op.parent->ops)
       others += o.get() != &op && o->kind == OpKind::StoreBlock && o->attr("shared_staging");
     b.emit("@" + leader + " cp.async.bulk.wait_group.read " + imm(others));
+    barrier(); // every thread writes it once that copy has read it
   } else {
     needShared(tile.bytes());
     base = sharedBase();
+    scratchBarrier();
   }
-  barrier(); // earlier readers of the tile are done
   stageOperand(value, d, tile, false, base, false);
   b.emit("fence.proxy.async.shared::cta"); // the copy reads through the async proxy
   barrier();
@@ -545,7 +545,7 @@ void Lowering::lowerTmaStore(const Op &op) {
   } else {
     b.emit("@" + leader + " cp.async.bulk.wait_group.read 0");
   }
-  barrier(); // the scratch is free again once the copy has read it
+  // (A write to these bytes after this waits for the leader: gpu-insert-barriers.)
 }
 
 // A load meets the store when their addresses may derive from the same argument.

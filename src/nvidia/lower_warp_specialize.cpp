@@ -62,13 +62,13 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   int64_t at = op.intAttr("shared_ring");
   ring.data = sharedAt(at);
   useBuffer(at, dataBytes + 16 * ring.stages);
-  ringEnd_ = lastRingReader(op);
   ring.fullAt = dataBytes;
   ring.emptyAt = dataBytes + 8 * ring.stages;
   b.comment("warp specialized: " + std::to_string(opts.numWarps) + " consumer warps, " +
             std::to_string(kProducerWarps) + " producer warps, a ring of " +
             std::to_string(ring.stages) + " slots");
   std::string leader = tmaLeader();
+  bufferBarrier();
   for (int s = 0; s < ring.stages; ++s) {
     b.emit("@" + leader + " mbarrier.init.shared::cta.b64 [" + ring.data + "+" +
            imm(ring.fullAt + 8 * s) + "], 1");

@@ -260,6 +260,9 @@ int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int num
 // The blocked layout of a tensor no pass gave one, with defaultVector's vectors.
 LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAccessBytes,
                                   int numWarps);
+// The layout the lowering holds tensor `v` in (Lowering::layoutFor): its
+// type's encoding, else the default one.
+LinearLayout loweredLayout(const Value *v, int minAccessBytes, int numWarps);
 
 class Lowering {
 public:
@@ -322,6 +325,17 @@ public:
   std::string sharedAt(int64_t offset);
   void useBuffer(int64_t offset, int64_t bytes);
   void barrier();
+  // Barriers before shared-memory writes, where gpu-insert-barriers put them
+  // (barrier_before on the op being lowered). scratchBarrier() starts each
+  // use of the scratch: the op's mark before its first use, a barrier before
+  // any later one (the op reads what it wrote). A use the pass did not model
+  // (an op without a mark, a loop's own conversions) gets a barrier before
+  // it and, from endScratch(), one after it, so that it leaves nothing
+  // pending where the pass saw nothing. bufferBarrier() comes before an op's
+  // first write to a buffer of its own (stages, resident tiles, the ring).
+  void scratchBarrier();
+  void endScratch();
+  void bufferBarrier();
   // The shared address of register r's element when the tensor is stored
   // row-major with `bytes` per element from `start`.
   SharedAddr sharedElement(const LinearLayout *l, int r, int bytes, int64_t start = 0);
@@ -595,6 +609,15 @@ private:
   // (scratch_offset), registers holding addresses in the buffer by offset,
   // and the bytes in use at the most.
   int64_t scratchAt_ = 0;
+  // The barrier_before of the op being lowered (lowerBlock sets it per op).
+  struct OpBarrier {
+    int mark = -1;        // its mark until emitted (-1: none: a barrier at every write)
+    bool scratch = false; // the pass modeled its uses of the scratch
+    bool used = false;    // it has used the scratch already
+    const Op *op = nullptr;
+  };
+  OpBarrier opBarrier_;
+  bool unmodeled_ = false; // a use the pass did not model, not yet followed by a barrier
   std::map<int64_t, std::string> sharedAt_;
   int64_t sharedEnd_ = 0;
   std::map<std::pair<const Value *, int>, std::string> residentOperands_;
@@ -608,9 +631,6 @@ private:
   // roles split) the consumer threads a barrier waits for, none else.
   int producerWarps_ = 0;
   int barrierThreads_ = 0;
-  // The op of the consumers' region after which no loop reads the ring
-  // (lastRingReader): the scratch may use its space from there on.
-  const Op *ringEnd_ = nullptr;
   // mma.sync on fp8 operands, which needs PTX ISA 8.4. Other kernels say 8.0 (CUDA
   // 12.0), so that older assemblers still take them.
   bool fp8MmaSync_ = false;

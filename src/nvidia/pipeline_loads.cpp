@@ -383,10 +383,9 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
     b.emit("setp.ne.u32 " + p.notFirst + ", 0, 0");
     return;
   }
-  // Scratch used outside pipelined loops may overlap the stages: the last
-  // reader of it (lowered before or after this loop, reached through an
-  // enclosing loop's back edge or another branch) is done before the first copy.
-  barrier();
+  // Scratch used outside pipelined loops may overlap the stages: where
+  // gpu-insert-barriers found an access that may, it is done before the first copy.
+  bufferBarrier();
   p.ivValue = forOp.regions[0]->args[0].get();
   std::string lb = val(forOp.operand(0)).regs[0], ub = val(forOp.operand(1)).regs[0];
   int64_t step = forOp.operand(2)->def->intAttr("value");
@@ -762,11 +761,14 @@ void Lowering::endPipeline(Pipeline &p) {
     freePreviousSlot(p);
     return;
   }
-  if (!p.tma) // (every TMA copy issued was waited for: only iterations the loop runs are copied)
+  // The stages are free once every copy landed; a write to them after the
+  // loop waits for every thread (gpu-insert-barriers).
+  if (!p.tma) { // (every TMA copy issued was waited for: only iterations the loop runs are copied)
     b.emit("cp.async.wait_group 0");
-  barrier(); // the stages are free: the scratch may use them again
-  if (p.tma)
-    releaseTmaBarriers(p);
+    return;
+  }
+  barrier(); // no thread waits on the stages' mbarriers any more
+  releaseTmaBarriers(p);
 }
 
 } // namespace tilec::nvidia

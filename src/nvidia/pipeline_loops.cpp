@@ -238,13 +238,6 @@ std::map<const Op *, int> deferredDots(const Block &body, const std::vector<cons
   return deferred;
 }
 
-// The layout of `v` in the lowering (Lowering::layoutFor): its encoding,
-// else the default one.
-LinearLayout layoutOf(const Value *v, int minAccessBytes, int numWarps) {
-  const LayoutEncoding *e = layoutEncoding(v->type);
-  return e ? e->layout : defaultBlockedLayout(v->type.shape, minAccessBytes, numWarps);
-}
-
 // The decisions for one loop, made in program order (tensor maps are one per
 // block pointer: the boxes already taken by earlier loops and TMA stores).
 class LoopPipeliner {
@@ -341,7 +334,7 @@ private:
 
   // The layout the copies of `c` are issued in: the load's (the coalescing pass's).
   LinearLayout copyLayout(const Copy &c) const {
-    return layoutOf(c.address.load->result(), minBytes_, opts_.numWarps);
+    return loweredLayout(c.address.load->result(), minBytes_, opts_.numWarps);
   }
 
   // Whether TMA copies `c`: a 2-D block pointer's tile as loaded (or, from
@@ -381,7 +374,7 @@ private:
       CopyAddress a;
       if (!copyAddress(forOp, load, a))
         continue;
-      LinearLayout lay = layoutOf(load.result(), minBytes_, opts_.numWarps);
+      LinearLayout lay = loweredLayout(load.result(), minBytes_, opts_.numWarps);
       int last = lay.rank() - 1;
       DType d = load.result()->type.dtype;
       int bytes = dtypeBytes(d);
