@@ -7,11 +7,13 @@
 // have their offsets and sizes (ownedShared). The analysis walks the kernel
 // in program order with the set of accesses not yet ordered by a barrier:
 // an if's branches join, a loop's body runs again on what its previous
-// iteration left (to a fixed point), and an op marked 1 starts from nothing
-// but its own writes. It errs towards a barrier: an op that may use the
-// scratch counts as using it, and an op's accesses stay pending until the
-// next barrier this pass puts (the lowering's own barriers inside ops are not
-// counted), so a mark of 0 is safe and a 1 may be one barrier too many.
+// iteration left (to a fixed point), and an op marked 1 (one that surely
+// writes, so that its barrier is surely there) starts from nothing but its
+// own writes; a mark of 2 (one that only may write) clears nothing. It errs
+// towards a barrier: an op that may use the scratch counts as using it, and
+// accesses stay pending until the next barrier this pass counts on (the
+// lowering's own barriers inside ops are not counted), so a mark of 0 is
+// safe and a 1 or 2 may be one barrier too many.
 #include "nvidia/insert_barriers.h"
 
 #include <climits>

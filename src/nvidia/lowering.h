@@ -614,7 +614,7 @@ private:
     int mark = -1;        // its mark until emitted (-1: none: a barrier at every write)
     bool scratch = false; // the pass modeled its uses of the scratch
     bool used = false;    // it has used the scratch already
-    const Op *op = nullptr;
+    const Op *op = nullptr; // (named in the PTX where a use was not modeled)
   };
   OpBarrier opBarrier_;
   bool unmodeled_ = false; // a use the pass did not model, not yet followed by a barrier
