@@ -193,10 +193,8 @@ void Lowering::lowerBlock(const Block &block) {
     // control regions (a loop's own conversions are its own).
     OpBarrier outer = opBarrier_;
     const Attr *mark = op->attr("barrier_before");
-    bool control = op->kind == OpKind::For || op->kind == OpKind::If ||
-                   op->kind == OpKind::While || op->kind == OpKind::WarpSpecialize;
-    opBarrier_ = OpBarrier{mark ? (int)op->intAttr("barrier_before") : -1, mark && !control,
-                           false, op.get()};
+    opBarrier_ = OpBarrier{mark ? (int)op->intAttr("barrier_before") : -1,
+                           mark && !holdsControl(*op), false, op.get()};
     if (!skipped.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);

@@ -19,6 +19,7 @@
 #include <climits>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "nvidia/allocate_shared.h"
 #include "nvidia/linear_layout.h"
@@ -64,7 +65,8 @@ bool inSharedTile(const Op &dot, int i) {
     v = v->def->operand(0);
   if (v->def && (v->def->intAttr("pipeline_copy") == 1 || v->def->intAttr("resident_copy")))
     return true;
-  for (const Op *loop = dot.parent->parent; loop; loop = loop->parent ? loop->parent->parent : nullptr) {
+  for (const Op *loop = dot.parent->parent; loop;
+       loop = loop->parent ? loop->parent->parent : nullptr) {
     if (loop->kind != OpKind::For)
       continue;
     std::vector<int64_t> offsets = loop->intsAttr("shared_resident");
@@ -91,14 +93,9 @@ private:
   const ScratchModel &model_;
   Access ring_{}; // the ring of the gpu.warp_specialize being walked (its loops read it)
 
-  static bool isControl(const Op &op) {
-    return op.kind == OpKind::For || op.kind == OpKind::If || op.kind == OpKind::While ||
-           op.kind == OpKind::WarpSpecialize;
-  }
-
   void visit(Op &op, Pending &pending, int64_t scratch) {
     std::vector<Access> writes;
-    ScratchUse use = isControl(op) ? ScratchUse::None : model_.use(op);
+    ScratchUse use = model_.use(op);
     if (use != ScratchUse::None)
       writes.push_back({scratch, kScratchEnd, true});
     bool deferredStore = op.kind == OpKind::StoreBlock && op.attr("shared_staging");
@@ -168,6 +165,11 @@ private:
 
 } // namespace
 
+bool holdsControl(const Op &op) {
+  return op.kind == OpKind::For || op.kind == OpKind::If || op.kind == OpKind::While ||
+         op.kind == OpKind::WarpSpecialize;
+}
+
 ScratchModel::ScratchModel(const Function &fn, const GpuOptions &opts)
     : minAccessBytes_(minAccessBytes(fn)), numWarps_(opts.numWarps) {}
 
@@ -189,11 +191,9 @@ ScratchUse ScratchModel::use(const Op &op) const {
   auto converts = [&](const LinearLayout &from, const LinearLayout &to) {
     return exchanges(from, to) || !allPlaced ? ScratchUse::Maybe : ScratchUse::None;
   };
+  if (holdsControl(op))
+    return ScratchUse::None; // (what its regions do is their ops')
   switch (op.kind) {
-  case OpKind::For:
-  case OpKind::If:
-  case OpKind::While:
-  case OpKind::WarpSpecialize:
   case OpKind::Produce:
   case OpKind::Yield:
   case OpKind::Condition:
@@ -242,7 +242,6 @@ ScratchUse ScratchModel::use(const Op &op) const {
   case OpKind::Trans: {
     if (!isTile(op.operand(0)) || !isTile(op.result()))
       return ScratchUse::None; // a splat, or one element
-
     LinearLayout src = layout(op.operand(0));
     LinearLayout derived = op.kind == OpKind::ExpandDims
                                ? expandDimsLayout(src, (int)op.intAttr("axis"))
@@ -271,11 +270,9 @@ ScratchUse ScratchModel::use(const Op &op) const {
   std::optional<LinearLayout> first;
   bool moves = false;
   for (const Value *v : op.operands)
-    moves = moves || (isTile(v) && !defaultHeld(v));
-  for (const Value *v : op.operands)
     if (isTile(v)) {
       LinearLayout l = layout(v);
-      moves = moves || (first && exchanges(l, *first));
+      moves = moves || !defaultHeld(v) || (first && exchanges(l, *first));
       if (!first)
         first = std::move(l);
     }

@@ -23,6 +23,11 @@ namespace tilec::nvidia {
 // scratch all the same gets barriers on both sides of that use.
 void insertBarriers(Function &fn, const GpuOptions &opts);
 
+// Whether `op`'s regions are control flow (for, if, while,
+// gpu.warp_specialize): the pass walks them, and the uses of the scratch the
+// lowering makes for the op itself (a loop's carried values) are not modeled.
+bool holdsControl(const Op &op);
+
 // Whether lowering an op (one without control regions) uses the scratch:
 // surely (a reduction across warps, a dot on CUDA cores, a gather, a
 // histogram), maybe (conversions between layouts that threads exchange
