@@ -533,10 +533,9 @@ PtxKernel Lowering::run() {
   // Dynamic shared memory, as gpu-allocate-shared laid it out.
   int64_t stagingBytes = 0;
   walk(*fn.body, [&](Op *op) {
-    if (op->attr("shared_staging")) {
-      const Type &t = op->operand(1)->type;
-      stagingBytes += sharedTile(t.shape[0], t.shape[1] * dtypeBytes(t.dtype)).bytes();
-    }
+    if (op->kind == OpKind::StoreBlock) // (a deferred TMA store's tile)
+      for (SharedRange r : ownedShared(*op))
+        stagingBytes += r.bytes;
   });
   if (!sharedAt_.empty())
     ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
