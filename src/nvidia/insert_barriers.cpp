@@ -17,7 +17,6 @@
 #include "nvidia/insert_barriers.h"
 
 #include <climits>
-#include <optional>
 #include <set>
 #include <tuple>
 
@@ -173,11 +172,23 @@ bool holdsControl(const Op &op) {
 ScratchModel::ScratchModel(const Function &fn, const GpuOptions &opts)
     : minAccessBytes_(minAccessBytes(fn)), numWarps_(opts.numWarps) {}
 
-LinearLayout ScratchModel::layout(const Value *v) const {
-  return loweredLayout(v, minAccessBytes_, numWarps_);
+const LinearLayout &ScratchModel::layout(const Value *v) const {
+  if (const LayoutEncoding *e = layoutEncoding(v->type))
+    return e->layout;
+  auto it = defaults_.find(v->type.shape);
+  if (it == defaults_.end())
+    it = defaults_.emplace(v->type.shape, loweredLayout(v, minAccessBytes_, numWarps_)).first;
+  return it->second;
 }
 
 ScratchUse ScratchModel::use(const Op &op) const {
+  auto it = uses_.find(&op);
+  if (it == uses_.end())
+    it = uses_.emplace(&op, decide(op)).first;
+  return it->second;
+}
+
+ScratchUse ScratchModel::decide(const Op &op) const {
   // Whether the lowering holds `v` in its type's encoding (the layout
   // passes' decision; else in whatever layout the op that made it chose).
   auto placed = [](const Value *v) { return !isTile(v) || layoutEncoding(v->type); };
@@ -242,7 +253,7 @@ ScratchUse ScratchModel::use(const Op &op) const {
   case OpKind::Trans: {
     if (!isTile(op.operand(0)) || !isTile(op.result()))
       return ScratchUse::None; // a splat, or one element
-    LinearLayout src = layout(op.operand(0));
+    const LinearLayout &src = layout(op.operand(0));
     LinearLayout derived = op.kind == OpKind::ExpandDims
                                ? expandDimsLayout(src, (int)op.intAttr("axis"))
                            : op.kind == OpKind::Reshape ? reshapeLayout(src, op.result()->type.shape)
@@ -267,14 +278,14 @@ ScratchUse ScratchModel::use(const Op &op) const {
            def.kind == OpKind::MakeRange || def.kind == OpKind::Constant ||
            def.kind == OpKind::Broadcast;
   };
-  std::optional<LinearLayout> first;
+  const LinearLayout *first = nullptr;
   bool moves = false;
   for (const Value *v : op.operands)
     if (isTile(v)) {
-      LinearLayout l = layout(v);
+      const LinearLayout &l = layout(v);
       moves = moves || !defaultHeld(v) || (first && exchanges(l, *first));
       if (!first)
-        first = std::move(l);
+        first = &l;
     }
   for (const auto &r : op.results)
     if (isTile(r.get()))

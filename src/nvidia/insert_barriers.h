@@ -1,6 +1,10 @@
 // The barrier insertion pass (insert_barriers.cpp).
 #pragma once
 
+#include <map>
+#include <unordered_map>
+#include <vector>
+
 #include "ir/ir.h"
 #include "nvidia/codegen.h"
 #include "nvidia/linear_layout.h"
@@ -42,7 +46,12 @@ public:
 
 private:
   int minAccessBytes_, numWarps_;
-  LinearLayout layout(const Value *v) const;
+  // Both memoized: the analysis visits a loop's ops once per round.
+  mutable std::unordered_map<const Op *, ScratchUse> uses_;
+  mutable std::map<std::vector<int64_t>, LinearLayout> defaults_; // by shape
+  ScratchUse decide(const Op &op) const;
+  // loweredLayout(v), without a copy.
+  const LinearLayout &layout(const Value *v) const;
 };
 
 } // namespace tilec::nvidia
