@@ -515,6 +515,11 @@ PtxKernel Lowering::run() {
     }
     bind(arg, TVal{nullptr, {r}});
   }
+  // The buffers gpu-allocate-shared placed; the scratch's extent is the lowering's.
+  walk(*fn.body, [&](Op *op) {
+    for (SharedRange r : ownedShared(*op))
+      useBuffer(r.offset, r.bytes);
+  });
   lowerBlock(body);
   if (!body.terminator() || body.terminator()->kind != OpKind::Return)
     emitReturn();

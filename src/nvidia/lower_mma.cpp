@@ -343,7 +343,6 @@ void Lowering::stageLoopInvariantOperands(const Op &forOp) {
     OperandTiles tiles = operandTiles(*dot);
     const SharedTile &tile = i == 0 ? tiles.a : tiles.b;
     std::string base = sharedAt(offsets[k]);
-    useBuffer(offsets[k], tile.bytes());
     stageOperand(v, dot->operand(0)->type.dtype, tile, i == 1 && !tiles.bKRows, base, false);
     residentOperands_[{v, i}] = base;
     residentStaged_.push_back({v, i});

@@ -389,8 +389,6 @@ void Lowering::copyResidentTile(const Op &load) {
                          : sharedTile(shape[0], shape[1] * bytes); // as the dots read it
   int64_t at = load.intAttr("shared_tile"), barrierAt = load.intAttr("shared_barrier");
   std::string base = sharedAt(at);
-  useBuffer(at, tile.bytes());
-  useBuffer(barrierAt, 8);
   ResidentCopy &copy = residentCopies_[v];
   copy.barrier = sharedAt(barrierAt);
   copy.waited = false;
@@ -512,7 +510,6 @@ void Lowering::lowerTmaStore(const Op &op) {
   if (deferred) {
     int64_t at = op.intAttr("shared_staging");
     base = sharedAt(at);
-    useBuffer(at, tile.bytes());
     // Between two runs of this store, every other deferred store of its
     // block ran once and committed a group: this one's last copy is older
     // than those (subtiled epilogues store twice and wait for neither).

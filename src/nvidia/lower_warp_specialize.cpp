@@ -61,7 +61,6 @@ void Lowering::lowerWarpSpecialize(const Op &op) {
   // the scratch keeps off it until then, and may use it after.
   int64_t at = op.intAttr("shared_ring");
   ring.data = sharedAt(at);
-  useBuffer(at, dataBytes + 16 * ring.stages);
   ring.fullAt = dataBytes;
   ring.emptyAt = dataBytes + 8 * ring.stages;
   b.comment("warp specialized: " + std::to_string(opts.numWarps) + " consumer warps, " +

@@ -191,7 +191,7 @@ struct Pipeline {
   // Loop-carried (block) pointers that only the copied loads read: the loop
   // no longer advances them (the copies keep their own), nor moves them.
   std::set<int> frozen;
-  int64_t totalBytes = 0, step = 0;
+  int64_t step = 0;
   std::string base; // the address of its stages (shared_stages; the ring's for ws)
   std::string readSlot, writeSlot, ub, iv;
   const Value *ivValue = nullptr; // the loop's induction variable

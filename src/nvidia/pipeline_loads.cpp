@@ -220,17 +220,12 @@ std::unique_ptr<Pipeline> Lowering::planPipeline(const Op &forOp) {
   p->stages = stages; // too many for shared memory: the caller retries with fewer
   for (PipelinedLoad &l : p->loads)
     l.offset *= p->stages;
-  p->totalBytes = slotBytes * p->stages;
-  if (p->tma) { // a barrier per stage after them
-    p->barriers = p->totalBytes;
-    p->totalBytes += 8 * p->stages;
-  }
+  if (p->tma) // a barrier per stage after them (stagesBytes in allocate_shared counts both)
+    p->barriers = slotBytes * p->stages;
   if (p->ws) {
     p->base = ring.data;
   } else { // where gpu-allocate-shared put the stages
-    int64_t at = forOp.intAttr("shared_stages");
-    p->base = sharedAt(at);
-    useBuffer(at, p->totalBytes);
+    p->base = sharedAt(forOp.intAttr("shared_stages"));
   }
   for (PipelinedLoad &l : p->loads)
     pipelinedLoads[l.load] = p.get();
