@@ -218,7 +218,8 @@ def test_autotuning_compiles_every_config_before_timing_any(monkeypatch, tmp_pat
     out = torch.empty_like(x)
     tuned[lambda meta: (tilec.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
     assert torch.equal(out, x + y)
-    assert len(compiles) == len(configs) and len(timings) == len(configs)
+    # (close configs are timed twice: at least one timing each)
+    assert len(compiles) == len(configs) and len(timings) >= len(configs)
     assert all(timed_before == 0 for _, timed_before in compiles)
     assert threading.get_ident() not in {thread for thread, _ in compiles}
 
