@@ -94,42 +94,50 @@ bool pureOpcode(std::string_view op) {
 bool isLower(char c) { return c >= 'a' && c <= 'z'; }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
-// The class of a virtual register's prefix (the letters after '%'), or -1.
+// The class of a virtual register's prefix (the letters after '%'), or -1:
+// p h r rd f fd, as kPrefix lists them.
 int prefixClass(std::string_view letters) {
-  for (int c = 0; c < 6; ++c)
-    if (letters == std::string_view(kPrefix[c]).substr(1))
-      return c;
+  if (letters.size() == 1)
+    return letters[0] == 'p' ? 0 : letters[0] == 'h' ? 1 : letters[0] == 'r' ? 2
+         : letters[0] == 'f' ? 4 : -1;
+  if (letters.size() == 2 && letters[1] == 'd')
+    return letters[0] == 'r' ? 3 : letters[0] == 'f' ? 5 : -1;
   return -1;
 }
 
 struct RegRef {
-  int id;           // dense: each class's numbers after the classes before it
+  int id;            // dense: each class's numbers after the classes before it
   size_t begin, end; // where in the line
 };
 
-// The virtual registers a line names (%p1, %rd7, ...), in order; special
-// registers (%tid.x) are not virtual. `bases` is each class's first id.
-void registersOf(std::string_view line, const std::array<int, 6> &bases,
-                 std::vector<RegRef> &out) {
+// Scans the line of `text` that starts at `at` once: the virtual registers
+// it names (%p1, %rd7, ...; special registers such as %tid.x are not
+// virtual), in order, into `out`; returns where it ends (its '\n', or the
+// text's end). `bases` is each class's first id. A plain loop: lines are
+// short, and a search call per line or per register costs more.
+size_t scanLine(std::string_view text, size_t at, const std::array<int, 6> &bases,
+                std::vector<RegRef> &out) {
   out.clear();
-  // A plain loop: lines are short, and a search call per register costs more.
-  const char *text = line.data();
-  size_t n = line.size();
-  for (size_t i = 0; i + 1 < n; ++i) {
-    if (text[i] != '%')
+  const char *s = text.data();
+  size_t n = text.size(), i = at;
+  while (i < n && s[i] != '\n') {
+    if (s[i] != '%') {
+      ++i;
       continue;
+    }
     size_t j = i + 1;
-    while (j < n && isLower(text[j]))
+    while (j < n && isLower(s[j]))
       ++j;
     size_t digits = j;
     int number = 0;
-    while (j < n && isDigit(text[j]))
-      number = number * 10 + (text[j++] - '0');
-    int c = j == digits ? -1 : prefixClass(line.substr(i + 1, digits - i - 1));
+    while (j < n && isDigit(s[j]))
+      number = number * 10 + (s[j++] - '0');
+    int c = j == digits ? -1 : prefixClass(std::string_view(s + i + 1, digits - i - 1));
     if (c >= 0)
-      out.push_back({bases[c] + number, i, j});
-    i = j - 1;
+      out.push_back({bases[c] + number, i - at, j - at});
+    i = j;
   }
+  return i;
 }
 
 // The register a pure instruction writes when it writes exactly one (the
@@ -162,48 +170,52 @@ int deadCandidate(std::string_view line, const std::vector<RegRef> &regs) {
 // `pieces` are read as one text, in order.
 std::string withoutDeadInstructions(std::initializer_list<std::string_view> pieces,
                                     const std::array<int, 6> &counts) {
-  std::vector<std::string_view> lines;
+  struct Line {
+    std::string_view text;
+    int piece;
+    bool newline; // a '\n' follows it in its piece (kept lines copy in runs)
+  };
+  std::vector<Line> lines;
   size_t size = 0;
   for (std::string_view text : pieces)
     size += text.size();
   lines.reserve(size / 24); // PTX lines average about 30 bytes
-  for (std::string_view text : pieces) {
-    for (size_t at = 0; at < text.size();) {
-      size_t end = text.find('\n', at);
-      if (end == std::string_view::npos)
-        end = text.size();
-      lines.push_back(text.substr(at, end - at));
-      at = end + 1;
-    }
-  }
   std::array<int, 6> bases{};
   int numRegs = 0;
   for (int c = 0; c < 6; ++c) {
     bases[c] = numRegs;
     numRegs += counts[c] + 1;
   }
-  std::vector<int> reads(numRegs, 0), dst(lines.size(), -1);
+  std::vector<int> reads(numRegs, 0), dst;
+  dst.reserve(size / 24);
   std::vector<RegRef> regs;
   // The registers each candidate reads: sources[sourceStart[k] .. sourceStart[k + 1]).
   std::vector<int> sources;
-  std::vector<size_t> sourceStart(lines.size() + 1, 0);
+  std::vector<size_t> sourceStart(1, 0);
+  sourceStart.reserve(size / 24);
   int scopes = 0; // inside a `{ ... }` (inline asm): kept as written
-  for (size_t k = 0; k < lines.size(); ++k) {
-    size_t first = lines[k].find_first_not_of(" \t");
-    char c = first == std::string_view::npos ? ' ' : lines[k][first];
-    scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
-    registersOf(lines[k], bases, regs);
-    // Every register but the destination is read, a guard's predicate too.
-    int written = scopes <= 0 && c != '}' ? deadCandidate(lines[k], regs) : -1;
-    if (written >= 0)
-      dst[k] = regs[written].id;
-    for (size_t r = 0; r < regs.size(); ++r)
-      if ((int)r != written) {
-        ++reads[regs[r].id];
-        if (written >= 0)
-          sources.push_back(regs[r].id);
-      }
-    sourceStart[k + 1] = sources.size();
+  int piece = 0;
+  for (std::string_view text : pieces) {
+    for (size_t at = 0; at < text.size();) {
+      size_t end = scanLine(text, at, bases, regs);
+      std::string_view line = text.substr(at, end - at);
+      lines.push_back({line, piece, end < text.size()});
+      at = end + 1;
+      size_t first = line.find_first_not_of(" \t");
+      char c = first == std::string_view::npos ? ' ' : line[first];
+      scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
+      // Every register but the destination is read, a guard's predicate too.
+      int written = scopes <= 0 && c != '}' ? deadCandidate(line, regs) : -1;
+      dst.push_back(written >= 0 ? regs[written].id : -1);
+      for (size_t r = 0; r < regs.size(); ++r)
+        if ((int)r != written) {
+          ++reads[regs[r].id];
+          if (written >= 0)
+            sources.push_back(regs[r].id);
+        }
+      sourceStart.push_back(sources.size());
+    }
+    ++piece;
   }
   std::vector<char> dead(lines.size(), false);
   for (bool changed = true; changed;) {
@@ -216,13 +228,32 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
         --reads[sources[r]];
     }
   }
+  // Kept lines that follow each other in their piece are copied as one run.
   std::string out;
   out.reserve(size);
-  for (size_t k = 0; k < lines.size(); ++k)
-    if (!dead[k]) {
-      out += lines[k];
-      out += '\n';
+  const char *runBegin = nullptr, *runEnd = nullptr;
+  int runPiece = -1;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    if (dead[k])
+      continue;
+    const Line &l = lines[k];
+    if (runBegin && l.piece == runPiece && l.text.data() == runEnd) {
+      runEnd += l.text.size() + 1;
+    } else {
+      if (runBegin)
+        out.append(runBegin, runEnd);
+      runBegin = l.text.data();
+      runEnd = runBegin + l.text.size() + 1;
+      runPiece = l.piece;
     }
+    if (!l.newline) { // the piece's last line: its newline is not in the text
+      out.append(runBegin, runEnd - 1);
+      out += '\n';
+      runBegin = runEnd = nullptr;
+    }
+  }
+  if (runBegin)
+    out.append(runBegin, runEnd);
   return out;
 }
 
