@@ -69,11 +69,12 @@ def test_compile_without_a_gpu(target):
 
 @pytest.mark.parametrize("target,dtype,encoding", [("sm_90a", "*fp16", "#wgmma<"),
                                                    ("sm_80", "*fp16", "#mma<"),
-                                                   ("sm_90a", "*fp32", "#mma<")])
+                                                   ("sm_90a", "*fp32", "#wgmma<"),
+                                                   ("sm_80", "*fp32", "#mma<")])
 def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     """asm['tilegpu']: the kernel after the GPU layout passes. A tensor-core dot's
     accumulator layout is in its type; the loop carries it, from zeros made in it.
-    (fp32 is tf32 by default, on mma.sync: wgmma takes f16 and bf16 here.)"""
+    (fp32 is tf32 by default: wgmma on sm_90a, mma.sync before.)"""
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "K": "i32"}
     k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                       target=target, divisible_by_16=["K"])
@@ -89,6 +90,42 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     assert encoding in gpu_ir[loop] and encoding in dot
     if encoding == "#wgmma<":
         assert "wgmma.mma_async" in k.asm["ptx"]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype,precision,instruction", [
+    ("*fp32", "tf32", "m64n64k8.f32.tf32.tf32"),
+    ("*fp32", "tf32x3", "m64n64k8.f32.tf32.tf32"),
+    ("*i8", None, "m64n64k32.s32.s8.s8"),
+    ("*u8", None, "m64n64k32.s32.u8.u8")])
+def test_hopper_runs_tf32_and_int8_dots_on_wgmma(dtype, precision, instruction):
+    """As Triton does on sm_90a: tf32 (three of them for tf32x3) and 8-bit
+    integer dots on the warpgroup tensor cores, integers without the float
+    forms' scale immediates; "ieee" stays off the tensor cores."""
+    out = "*i32" if "8" in dtype else "*fp32"
+    k = tilec.compile(precision_dot, signature={"a": dtype, "b": dtype, "c": out},
+                      target="sm_90a", num_warps=4,
+                      constexprs={"BM": 64, "BN": 64, "BK": 32, "PREC": precision})
+    ptx = k.asm["ptx"]
+    lines = [line.strip() for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert lines and all(instruction in line for line in lines)
+    assert len(lines) == (3 if precision == "tf32x3" else 1) * 32 // (8 if "fp32" in dtype else 32)
+    assert "mma.sync" not in ptx
+    if "8" in dtype:
+        assert all(line.endswith(", %p" + line.rsplit(", %p", 1)[1]) for line in lines)
+    ieee = tilec.compile(precision_dot, signature={"a": "*fp32", "b": "*fp32", "c": "*fp32"},
+                         target="sm_90a", num_warps=4,
+                         constexprs={"BM": 64, "BN": 64, "BK": 32, "PREC": "ieee"})
+    assert "wgmma" not in ieee.asm["ptx"] and "mma.sync" not in ieee.asm["ptx"]
+
+
+@tilec.jit
+def precision_dot(a, b, c, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  PREC: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    x = tl.load(a + rm[:, None] * BK + rk[None, :])
+    y = tl.load(b + rk[:, None] * BN + rn[None, :])
+    tl.store(c + rm[:, None] * BN + rn[None, :], tl.dot(x, y, input_precision=PREC))
 
 
 @needs_ptxas

@@ -2221,6 +2221,30 @@ def test_tutorial_matmul_with_a_k_tail(rng, stages, dtype, K):
     np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("stages", [1, 3, 4])
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("K", [200, 77])
+def test_tutorial_matmul_of_tf32_and_int8(rng, stages, dtype, K):
+    """The same loop on fp32 (tf32 by default) and int8 operands: on sm_90a
+    wgmma takes them from K-major tiles, as Triton runs them."""
+    torch = pytest.importorskip("torch")
+    M, N = 128, 192
+    if dtype == "int8":
+        a = torch.from_numpy(full_range(rng, (M, K), np.int8))
+        b = torch.from_numpy(full_range(rng, (K, N), np.int8))
+    else:
+        a, b = torch.from_numpy(nonzero(rng, (M, K))), torch.from_numpy(nonzero(rng, (K, N)))
+    c = torch.zeros(M, N)
+    tutorial_matmul_kernel[(M // 64, N // 64)](a, b, c, M, N, K, *a.stride(), *b.stride(),
+                                               *c.stride(), BM=64, BN=64, BK=32,
+                                               num_stages=stages, num_warps=4)
+    ref = a.double() @ b.double()
+    if dtype == "int8":  # int32 products summed exactly (below 2^24: exact in fp32)
+        np.testing.assert_array_equal(c.numpy(), ref.numpy())
+    else:  # tf32 keeps 10 bits of each operand's mantissa
+        np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=2e-2, atol=5e-2)
+
+
 @tilec.jit
 def batched_dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BB: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr):

@@ -1,8 +1,10 @@
 // tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
-// f16, bf16 (k 16) and fp8 e4m3/e5m2 (k 32, f32 accumulator). A warpgroup (4
-// consecutive warps) multiplies a 64 x n tile per instruction, reading A
-// ([M][K], K-major; or, 16-bit, from registers) and B ([K][N], N-major, or
-// [N][K], K-major; fp8 only K-major) from the same swizzled shared tiles
+// f16, bf16 (k 16), tf32 (f32 operands with input_precision "tf32", k 8; f32
+// accumulator), fp8 e4m3/e5m2 (k 32, f32 accumulator) and s8/u8 (k 32, s32
+// accumulator). A warpgroup (4 consecutive warps) multiplies a 64 x n tile per
+// instruction, reading A ([M][K], K-major; or, 8- and 16-bit, from registers)
+// and B ([K][N], N-major, or [N][K], K-major; other than 16-bit only K-major)
+// from the same swizzled shared tiles
 // mma.sync reads (SharedTile is wgmma's canonical layout), described by
 // 64-bit matrix descriptors. Warpgroups
 // split M first, then N; the accumulator layout is the instruction's: in each
@@ -25,10 +27,29 @@ struct WgmmaTiling {
 };
 
 bool isFp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
+bool isByte(DType d) { return d == DType::I8 || d == DType::U8; }
 
 const char *wgmmaType(DType d) {
-  return d == DType::F16 ? "f16" : d == DType::BF16 ? "bf16" : d == DType::F8E4M3 ? "e4m3" : "e5m2";
+  switch (d) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "tf32";
+  case DType::F8E4M3:
+    return "e4m3";
+  case DType::I8:
+    return "s8";
+  case DType::U8:
+    return "u8";
+  default:
+    return "e5m2";
+  }
 }
+
+// Whether wgmma accumulates `dot` in s32 (8-bit integer operands).
+bool integerWgmma(const Op &dot) { return isByte(dot.operand(0)->type.dtype); }
 
 // Whether wgmma can run the dot and how warpgroups split it; M == 0 when not.
 WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
@@ -37,7 +58,11 @@ WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
   bool half = (at.dtype == DType::F16 || at.dtype == DType::BF16) && at.dtype == bt.dtype &&
               (rt.dtype == DType::F32 || rt.dtype == at.dtype);
   bool fp8 = isFp8(at.dtype) && isFp8(bt.dtype) && rt.dtype == DType::F32;
-  if (opts.arch != "sm_90a" || at.rank() != 2 || !(half || fp8) || opts.numWarps % 4)
+  bool tf32 = at.dtype == DType::F32 && bt.dtype == DType::F32 && rt.dtype == DType::F32 &&
+              dot.strAttr("input_precision") == "tf32";
+  bool integer = isByte(at.dtype) && isByte(bt.dtype) && rt.dtype == DType::I32;
+  if (opts.arch != "sm_90a" || at.rank() != 2 || !(half || fp8 || tf32 || integer) ||
+      opts.numWarps % 4)
     return t;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1], groups = opts.numWarps / 4;
   int64_t instrK = 32 / dtypeBytes(at.dtype);
@@ -48,7 +73,9 @@ WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
   // A warpgroup's columns of B ([K][N], 16-bit) start at a whole swizzle block.
   if (groupN < 8 || (half && (groupN * 2) % sharedTile(K, N * 2).swizzle))
     return t;
-  return {M, N, K, groupsM, groupsN, groupN, std::min<int64_t>(groupN, 256), instrK};
+  // (Integer shapes stop at n224: n128 is the widest power of 2.)
+  int64_t instrN = std::min<int64_t>(groupN, integer ? 128 : 256);
+  return {M, N, K, groupsM, groupsN, groupN, instrN, instrK};
 }
 
 Coords rc(int64_t r, int64_t c) { return {r, c}; }
@@ -85,6 +112,8 @@ int swizzleMode(int swizzle) { return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3
 // each register gathers two pairs from lanes 2(t&1) and 2(t&1)+1 of the quad.
 std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const WgmmaTiling &t) {
   const TVal &a = L.val(op.operand(0));
+  if (dtypeBytes(op.operand(0)->type.dtype) == 4)
+    return {}; // (tf32 A from registers holds columns t and t+4: not an accumulator's pairs)
   WgmmaTiling asAcc = t;
   asAcc.N = asAcc.groupN = t.K;
   if (!a.isTensor() || a.uniform || !a.sharedTile.empty() ||
@@ -142,6 +171,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   WgmmaTiling t = wgmmaTiling(op, opts);
   const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
   int bytes = dtypeBytes(at.dtype);
+  bool integer = integerWgmma(op), tf32 = at.dtype == DType::F32;
   OperandTiles tiles = operandTiles(op);
   b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
 
@@ -168,9 +198,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   } else if (accumulatesInPlace(op, accLayout)) {
     acc = val(op.operand(2)).regs;
   } else {
-    acc = accumulatorRegisters(op, accLayout, false);
+    acc = accumulatorRegisters(op, accLayout, integer);
   }
-  stageOperands(op, tiles, aBase, bBase, false, !aRegs.empty());
+  stageOperands(op, tiles, aBase, bBase, tf32, !aRegs.empty());
 
   // This warpgroup's first row of A and first column of B.
   std::string group = opReg("shr.u32", RegClass::B32, {warp, "2"});
@@ -219,10 +249,10 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   if (async && async->reset)
     accumulateFirst = opReg("not.pred", RegClass::Pred, {val(async->reset).regs[0]});
 
-  // f32 accumulators, one register per element, or f16 ones packed two to a register.
+  // f32 (s32) accumulators, one register per element, or f16 ones packed two to a register.
   bool half = halfAccumulator(op);
   std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k" +
-                      std::to_string(t.instrK) + (half ? ".f16." : ".f32.") +
+                      std::to_string(t.instrK) + (half ? ".f16." : integer ? ".s32." : ".f32.") +
                       wgmmaType(at.dtype) + "." + wgmmaType(bt.dtype);
   int64_t perReg = half ? 2 : 1;
   int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2 / perReg;
@@ -242,9 +272,10 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         std::string bd = bDesc.at(bOff, *this);
         std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
                                    acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
-        // Immediates: scale A, scale B, then for 16-bit types (for A in shared
-        // memory: transpose A,) transpose B (1: B is [K][N], N-major).
-        std::string imms = ", 1, 1";
+        // Immediates (none for integers): scale A, scale B, then for 16-bit
+        // types (for A in shared memory: transpose A,) transpose B (1: B is
+        // [K][N], N-major).
+        std::string imms = integer ? "" : ", 1, 1";
         if (bytes == 2)
           imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
         b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " +
@@ -257,7 +288,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
     b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
   if (!deferred && !async)
     issueAfterSyncDot(op);
-  bindAccumulator(op, accLayout, acc, false);
+  bindAccumulator(op, accLayout, acc, integer);
 }
 
 } // namespace tilec::nvidia
