@@ -2226,7 +2226,7 @@ def test_tutorial_matmul_with_a_k_tail(rng, stages, dtype, K):
 @pytest.mark.parametrize("K", [200, 77])
 def test_tutorial_matmul_of_tf32_and_int8(rng, stages, dtype, K):
     """The same loop on fp32 (tf32 by default) and int8 operands: on sm_90a
-    wgmma takes them from K-major tiles, as Triton runs them."""
+    tf32 runs on wgmma from K-major tiles copied ahead, int8 on mma.sync."""
     torch = pytest.importorskip("torch")
     M, N = 128, 192
     if dtype == "int8":

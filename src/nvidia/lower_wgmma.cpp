@@ -1,10 +1,11 @@
 // tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
 // f16, bf16 (k 16), tf32 (f32 operands with input_precision "tf32", k 8; f32
-// accumulator), fp8 e4m3/e5m2 (k 32, f32 accumulator) and s8/u8 (k 32, s32
-// accumulator). A warpgroup (4 consecutive warps) multiplies a 64 x n tile per
-// instruction, reading A ([M][K], K-major; or, 8- and 16-bit, from registers)
-// and B ([K][N], N-major, or [N][K], K-major; other than 16-bit only K-major)
-// from the same swizzled shared tiles
+// accumulator) and fp8 e4m3/e5m2 (k 32, f32 accumulator). (8-bit integer dots
+// stay on mma.sync: measured faster there, 1.05-1.43x Triton's wgmma, against
+// 0.93-1.45x on synchronous wgmma.) A warpgroup (4 consecutive warps)
+// multiplies a 64 x n tile per instruction, reading A ([M][K], K-major; or,
+// 8- and 16-bit, from registers) and B ([K][N], N-major, or [N][K], K-major;
+// other than 16-bit only K-major) from the same swizzled shared tiles
 // mma.sync reads (SharedTile is wgmma's canonical layout), described by
 // 64-bit matrix descriptors. Warpgroups
 // split M first, then N; the accumulator layout is the instruction's: in each
@@ -27,7 +28,6 @@ struct WgmmaTiling {
 };
 
 bool isFp8(DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; }
-bool isByte(DType d) { return d == DType::I8 || d == DType::U8; }
 
 const char *wgmmaType(DType d) {
   switch (d) {
@@ -39,17 +39,10 @@ const char *wgmmaType(DType d) {
     return "tf32";
   case DType::F8E4M3:
     return "e4m3";
-  case DType::I8:
-    return "s8";
-  case DType::U8:
-    return "u8";
   default:
     return "e5m2";
   }
 }
-
-// Whether wgmma accumulates `dot` in s32 (8-bit integer operands).
-bool integerWgmma(const Op &dot) { return isByte(dot.operand(0)->type.dtype); }
 
 // Whether wgmma can run the dot and how warpgroups split it; M == 0 when not.
 WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
@@ -60,9 +53,7 @@ WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
   bool fp8 = isFp8(at.dtype) && isFp8(bt.dtype) && rt.dtype == DType::F32;
   bool tf32 = at.dtype == DType::F32 && bt.dtype == DType::F32 && rt.dtype == DType::F32 &&
               dot.strAttr("input_precision") == "tf32";
-  bool integer = isByte(at.dtype) && isByte(bt.dtype) && rt.dtype == DType::I32;
-  if (opts.arch != "sm_90a" || at.rank() != 2 || !(half || fp8 || tf32 || integer) ||
-      opts.numWarps % 4)
+  if (opts.arch != "sm_90a" || at.rank() != 2 || !(half || fp8 || tf32) || opts.numWarps % 4)
     return t;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1], groups = opts.numWarps / 4;
   int64_t instrK = 32 / dtypeBytes(at.dtype);
@@ -73,9 +64,7 @@ WgmmaTiling wgmmaTiling(const Op &dot, const GpuOptions &opts) {
   // A warpgroup's columns of B ([K][N], 16-bit) start at a whole swizzle block.
   if (groupN < 8 || (half && (groupN * 2) % sharedTile(K, N * 2).swizzle))
     return t;
-  // (Integer shapes stop at n224: n128 is the widest power of 2.)
-  int64_t instrN = std::min<int64_t>(groupN, integer ? 128 : 256);
-  return {M, N, K, groupsM, groupsN, groupN, instrN, instrK};
+  return {M, N, K, groupsM, groupsN, groupN, std::min<int64_t>(groupN, 256), instrK};
 }
 
 Coords rc(int64_t r, int64_t c) { return {r, c}; }
@@ -171,7 +160,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   WgmmaTiling t = wgmmaTiling(op, opts);
   const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
   int bytes = dtypeBytes(at.dtype);
-  bool integer = integerWgmma(op), tf32 = at.dtype == DType::F32;
+  bool tf32 = at.dtype == DType::F32;
   OperandTiles tiles = operandTiles(op);
   b.comment("dot " + at.str() + " x " + bt.str() + " on warpgroup tensor cores (wgmma)");
 
@@ -198,7 +187,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   } else if (accumulatesInPlace(op, accLayout)) {
     acc = val(op.operand(2)).regs;
   } else {
-    acc = accumulatorRegisters(op, accLayout, integer);
+    acc = accumulatorRegisters(op, accLayout, false);
   }
   stageOperands(op, tiles, aBase, bBase, tf32, !aRegs.empty());
 
@@ -249,10 +238,10 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   if (async && async->reset)
     accumulateFirst = opReg("not.pred", RegClass::Pred, {val(async->reset).regs[0]});
 
-  // f32 (s32) accumulators, one register per element, or f16 ones packed two to a register.
+  // f32 accumulators, one register per element, or f16 ones packed two to a register.
   bool half = halfAccumulator(op);
   std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k" +
-                      std::to_string(t.instrK) + (half ? ".f16." : integer ? ".s32." : ".f32.") +
+                      std::to_string(t.instrK) + (half ? ".f16." : ".f32.") +
                       wgmmaType(at.dtype) + "." + wgmmaType(bt.dtype);
   int64_t perReg = half ? 2 : 1;
   int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2 / perReg;
@@ -272,10 +261,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         std::string bd = bDesc.at(bOff, *this);
         std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
                                    acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
-        // Immediates (none for integers): scale A, scale B, then for 16-bit
-        // types (for A in shared memory: transpose A,) transpose B (1: B is
-        // [K][N], N-major).
-        std::string imms = integer ? "" : ", 1, 1";
+        // Immediates: scale A, scale B, then for 16-bit types (for A in shared
+        // memory: transpose A,) transpose B (1: B is [K][N], N-major).
+        std::string imms = ", 1, 1";
         if (bytes == 2)
           imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
         b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " +
@@ -288,7 +276,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
     b.emit(std::string("wgmma.wait_group.sync.aligned ") + (async ? "1" : "0"));
   if (!deferred && !async)
     issueAfterSyncDot(op);
-  bindAccumulator(op, accLayout, acc, integer);
+  bindAccumulator(op, accLayout, acc, false);
 }
 
 } // namespace tilec::nvidia

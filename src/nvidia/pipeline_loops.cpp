@@ -530,8 +530,12 @@ LoopDots loopDots(const Block &body) {
   LoopDots out;
   for (auto &opPtr : body.ops) {
     const Op &dot = *opPtr;
+    // (tf32 on mma.sync rounds its operands as it stages them: not copied raw;
+    // wgmma reads them raw, as Triton's does)
     if (dot.kind == OpKind::Dot && layoutEncoding(dot.result()->type) &&
-        dtypeBytes(dot.operand(0)->type.dtype) <= 2 && dtypeBytes(dot.operand(1)->type.dtype) <= 2)
+        ((dtypeBytes(dot.operand(0)->type.dtype) <= 2 &&
+          dtypeBytes(dot.operand(1)->type.dtype) <= 2) ||
+         isWgmmaDot(dot)))
       out.dots.push_back(&dot);
   }
   for (const Op *dot : out.dots)
