@@ -91,8 +91,16 @@ private:
   const Token &tok() const { return toks_[pos_]; }
   const Token &peekTok(size_t n = 1) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
   bool is(TokKind kind) const { return tok().kind == kind; }
+  // (Compared in place: every level of the expression grammar asks this of
+  // each token, and a library compare costs a strlen and a call each time.)
   static bool isWord(const Token &t, const char *s) {
-    return (t.kind == TokKind::Op || t.kind == TokKind::Keyword) && t.text == s;
+    if (t.kind != TokKind::Op && t.kind != TokKind::Keyword)
+      return false;
+    size_t i = 0;
+    for (; s[i]; ++i)
+      if (i == t.text.size() || t.text[i] != s[i])
+        return false;
+    return i == t.text.size();
   }
   bool equal(const char *s) const { return isWord(tok(), s); }
   const Token &next();
@@ -242,12 +250,12 @@ bool Parser::startsExpr() const {
     return true;
   case TokKind::Keyword:
     for (const char *w : {"not", "lambda", "await", "yield", "True", "False", "None"})
-      if (t.text == w)
+      if (isWord(t, w))
         return true;
     return false;
   case TokKind::Op:
     for (const char *w : {"(", "[", "{", "-", "+", "~", "*", "**", "..."})
-      if (t.text == w)
+      if (isWord(t, w))
         return true;
     return false;
   case TokKind::Newline:
