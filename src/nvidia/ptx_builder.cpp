@@ -82,12 +82,16 @@ bool pureOpcode(std::string_view op) {
       "and", "or",  "not",  "shl",  "shr",  "bfe", "bfi",  "min",  "max",  "neg",
       "abs", "fma", "prmt", "lop3", "shf",  "cnot", "popc", "clz", "div",  "rem",
       "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",  "tanh"};
-  std::string_view base = op.substr(0, op.find('.'));
-  if (op.find(".cc") != std::string_view::npos) // sets the carry flag another instruction reads
+  size_t dot = 0;
+  while (dot < op.size() && op[dot] != '.')
+    ++dot;
+  std::string_view base = op.substr(0, dot);
+  if (base.empty())
     return false;
   for (std::string_view p : kPure)
-    if (base == p)
-      return true;
+    if (p[0] == base[0] && p == base)
+      // .cc sets the carry flag another instruction reads
+      return op.find(".cc") == std::string_view::npos;
   return false;
 }
 
@@ -142,26 +146,35 @@ size_t scanLine(std::string_view text, size_t at, const std::array<int, 6> &base
 
 // The register a pure instruction writes when it writes exactly one (the
 // index of its reference in `regs`), else -1.
-int deadCandidate(std::string_view line, const std::vector<RegRef> &regs) {
-  size_t i = line.find_first_not_of(" \t");
-  if (i == std::string_view::npos || line.back() != ';')
+// The position of the first space at or after `i` (the line's size if none).
+// (Plain loops here and below: a library search call per line costs more.)
+size_t spaceFrom(std::string_view line, size_t i) {
+  while (i < line.size() && line[i] != ' ')
+    ++i;
+  return i;
+}
+
+// The register a pure instruction writes when it writes exactly one (the
+// index of its reference in `regs`), else -1. `i`: the line's first byte
+// that is not blank.
+int deadCandidate(std::string_view line, size_t i, const std::vector<RegRef> &regs) {
+  if (i >= line.size() || line.back() != ';')
     return -1;
   int first = 0;
   if (line[i] == '@') { // a guard
-    i = line.find(' ', i);
-    if (i == std::string_view::npos)
+    i = spaceFrom(line, i);
+    if (i == line.size())
       return -1;
     ++i;
     first = 1;
   }
-  size_t end = line.find(' ', i);
-  if (end == std::string_view::npos || !pureOpcode(line.substr(i, end - i)))
+  size_t end = spaceFrom(line, i);
+  if (end == line.size() || end == i || !pureOpcode(line.substr(i, end - i)) ||
+      (int)regs.size() <= first)
     return -1;
-  size_t comma = line.find(',', end);
-  if (comma == std::string_view::npos || (int)regs.size() <= first)
-    return -1;
-  const RegRef &dst = regs[first]; // the destination is exactly that register
-  return dst.begin == end + 1 && dst.end == comma ? first : -1;
+  // The destination is exactly that register, the operands' comma after it.
+  const RegRef &dst = regs[first];
+  return dst.begin == end + 1 && dst.end < line.size() && line[dst.end] == ',' ? first : -1;
 }
 
 // Drops instructions whose result nobody reads, until none is left: the
@@ -201,11 +214,13 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
       std::string_view line = text.substr(at, end - at);
       lines.push_back({line, piece, end < text.size()});
       at = end + 1;
-      size_t first = line.find_first_not_of(" \t");
-      char c = first == std::string_view::npos ? ' ' : line[first];
+      size_t first = 0;
+      while (first < line.size() && (line[first] == ' ' || line[first] == '\t'))
+        ++first;
+      char c = first == line.size() ? ' ' : line[first];
       scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
       // Every register but the destination is read, a guard's predicate too.
-      int written = scopes <= 0 && c != '}' ? deadCandidate(line, regs) : -1;
+      int written = scopes <= 0 && c != '}' ? deadCandidate(line, first, regs) : -1;
       dst.push_back(written >= 0 ? regs[written].id : -1);
       for (size_t r = 0; r < regs.size(); ++r)
         if ((int)r != written) {
