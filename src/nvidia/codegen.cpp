@@ -75,10 +75,13 @@ TVal &Lowering::val(const Value *v) {
 }
 
 const LinearLayout *Lowering::intern(const LinearLayout &l) {
+  if (interned_.count(&l))
+    return &l;
   for (const LinearLayout &known : layouts_)
     if (known == l)
       return &known;
   layouts_.push_back(l);
+  interned_.insert(&layouts_.back());
   return &layouts_.back();
 }
 

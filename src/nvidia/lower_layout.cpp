@@ -126,8 +126,7 @@ void Lowering::needShared(int64_t bytes) {
 
 Lowering::TileThread Lowering::tileThread(const LinearLayout *l, const SharedTile &t,
                                           int bytes) {
-  std::string key = l->str() + "/" + std::to_string(t.rows) + "x" + std::to_string(t.rowBytes) +
-                    "/" + std::to_string(bytes);
+  auto key = std::make_tuple(intern(*l), t.rows, t.rowBytes, bytes);
   auto it = tileThreads_.find(key);
   if (it != tileThreads_.end())
     return it->second;
@@ -210,9 +209,7 @@ void Lowering::bufferBarrier() {
 SharedAddr Lowering::sharedAddress(const LinearLayout *l, int r,
                                    const std::vector<int64_t> &strides, int bytes, int64_t start) {
   // This thread's part of the address, computed once per layout and strides.
-  std::string key = l->str() + "/" + std::to_string(bytes) + "@" + sharedBase();
-  for (int64_t s : strides)
-    key += "," + std::to_string(s);
+  auto key = std::make_tuple(intern(*l), bytes, sharedBase(), strides);
   auto it = sharedThreadAddrs_.find(key);
   std::string threadAddr;
   if (it != sharedThreadAddrs_.end()) {

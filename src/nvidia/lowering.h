@@ -12,7 +12,9 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "nvidia/axis_info.h"
 #include "nvidia/codegen.h"
@@ -600,8 +602,13 @@ private:
   std::unordered_map<std::string, int64_t> known_;
   std::map<std::pair<RegClass, int64_t>, std::string> knownConstants_;
   std::map<const LinearLayout *, std::string> owners_;
-  std::map<std::string, std::string> sharedThreadAddrs_;
-  std::map<std::string, TileThread> tileThreads_;
+  // This thread's part of shared addresses, by layout (interned), element
+  // bytes, base register and strides; and of tile addresses, by layout, tile
+  // rows and row bytes, element bytes.
+  std::map<std::tuple<const LinearLayout *, int, std::string, std::vector<int64_t>>, std::string>
+      sharedThreadAddrs_;
+  std::map<std::tuple<const LinearLayout *, int64_t, int64_t, int>, TileThread> tileThreads_;
+  std::unordered_set<const LinearLayout *> interned_; // the addresses intern gave out
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::map<const Value *, bool> rematerializable_;
