@@ -320,13 +320,43 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
   for (size_t b = 0; b < dst.warps.size(); ++b)
     if (project(dst.warps[b]) != src.warps[b])
       return {};
-  std::map<Coords, int> where;
-  for (int r = src.numRegs() - 1; r >= 0; --r)
-    where[src.regCoords(r)] = r;
+  // Each register's element as its index in a row-major tensor of src's
+  // shape, dims src broadcasts left out. The dims' bits are disjoint there
+  // (shapes are powers of 2), so a register's index is the XOR of its
+  // bases' indices: no coordinates are built per register.
+  std::vector<int64_t> stride(rank, 0);
+  for (int64_t d = rank - 1, s = 1; d >= 0; --d) {
+    stride[d] = src.shape[d] == 1 ? 0 : s;
+    s *= src.shape[d];
+  }
+  auto index = [&](const Coords &c) {
+    int64_t i = 0;
+    for (int d = 0; d < rank; ++d)
+      i += c[d] * stride[d];
+    return i;
+  };
+  auto indexOf = [&](const std::vector<int64_t> &bases, int r) {
+    int64_t i = 0;
+    for (size_t b = 0; b < bases.size(); ++b)
+      if (r >> b & 1)
+        i ^= bases[b];
+    return i;
+  };
+  std::vector<int64_t> srcBases, dstBases;
+  for (const Coords &c : src.regs)
+    srcBases.push_back(index(c));
+  for (const Coords &c : dst.regs)
+    dstBases.push_back(index(c));
+  // (index, register), the lowest register first where several hold an element.
+  std::vector<std::pair<int64_t, int>> where(src.numRegs());
+  for (int r = 0; r < src.numRegs(); ++r)
+    where[r] = {indexOf(srcBases, r), r};
+  std::sort(where.begin(), where.end());
   std::vector<int> map(dst.numRegs());
   for (int r = 0; r < dst.numRegs(); ++r) {
-    auto it = where.find(project(dst.regCoords(r)));
-    if (it == where.end())
+    int64_t i = indexOf(dstBases, r);
+    auto it = std::lower_bound(where.begin(), where.end(), std::make_pair(i, -1));
+    if (it == where.end() || it->first != i)
       return {};
     map[r] = it->second;
   }
