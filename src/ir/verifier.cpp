@@ -716,10 +716,11 @@ void Verifier::checkLinks(const Op &op, const Block &block) {
 
 void Verifier::checkTerminator(const Block &block, const Op *parent) {
   OpKind want = expectedTerminator(block);
-  std::string where = parent ? printOp(*parent) : "the function body";
-  std::string rule = std::string("block must end in ") + opInfo(want).mnemonic;
-  if (block.ops.empty() || block.ops.back()->kind != want)
-    broken(rule, block.ops.empty() ? where : printOp(*block.ops.back()));
+  if (block.ops.empty() || block.ops.back()->kind != want) // (the message built only here)
+    broken(std::string("block must end in ") + opInfo(want).mnemonic,
+           !block.ops.empty() ? printOp(*block.ops.back())
+           : parent          ? printOp(*parent)
+                             : "the function body");
   for (size_t i = 0; i + 1 < block.ops.size(); ++i)
     require(!block.ops[i]->has(TERMINATOR), *block.ops[i],
             "a terminator must be last in its block");
