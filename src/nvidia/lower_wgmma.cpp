@@ -1,16 +1,14 @@
 // tl.dot on Hopper's warpgroup tensor cores (wgmma.mma_async, sm_90a) for
 // f16, bf16 (k 16), tf32 (f32 operands with input_precision "tf32", k 8; f32
-// accumulator) and fp8 e4m3/e5m2 (k 32, f32 accumulator). (8-bit integer dots
-// stay on mma.sync: measured faster there, 1.05-1.43x Triton's wgmma, against
-// 0.93-1.45x on synchronous wgmma.) A warpgroup (4 consecutive warps)
-// multiplies a 64 x n tile per instruction, reading A ([M][K], K-major; or,
-// 8- and 16-bit, from registers) and B ([K][N], N-major, or [N][K], K-major;
-// other than 16-bit only K-major) from the same swizzled shared tiles
-// mma.sync reads (SharedTile is wgmma's canonical layout), described by
-// 64-bit matrix descriptors. Warpgroups
-// split M first, then N; the accumulator layout is the instruction's: in each
-// warp the 16x8 pattern of mma.sync, repeated along n, warp w of a group on
-// rows 16w.
+// accumulator) and fp8 e4m3/e5m2 (k 32, f32 accumulator); 8-bit integer dots
+// stay on mma.sync, measured faster than synchronous wgmma. A warpgroup (4
+// consecutive warps) multiplies a 64 x n tile per instruction, reading A
+// ([M][K], K-major; or, 8- and 16-bit, from registers) and B ([K][N],
+// N-major, or [N][K], K-major; other than 16-bit only K-major) from the same
+// swizzled shared tiles mma.sync reads (SharedTile is wgmma's canonical
+// layout), described by 64-bit matrix descriptors. Warpgroups split M first,
+// then N; the accumulator layout is the instruction's: in each warp the 16x8
+// pattern of mma.sync, repeated along n, warp w of a group on rows 16w.
 #include <cstdio>
 
 #include "nvidia/lowering.h"
@@ -189,6 +187,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   } else {
     acc = accumulatorRegisters(op, accLayout, false);
   }
+  // (tf32 staged here is rounded to nearest, as the CPU backend rounds it;
+  // tiles a pipeline copied reach wgmma raw, which truncates, as Triton's do.)
   stageOperands(op, tiles, aBase, bBase, tf32, !aRegs.empty());
 
   // This warpgroup's first row of A and first column of B.
