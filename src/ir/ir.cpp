@@ -220,7 +220,10 @@ std::unique_ptr<Function> cloneFunction(const Function &fn) {
 }
 
 UseCounts countUses(const Block &block) {
+  size_t ops = 0; // (buckets for every op's result first: no rehashing as it fills)
+  walk(const_cast<Block &>(block), [&](Op *) { ++ops; });
   UseCounts counts;
+  counts.reserve(ops);
   walk(const_cast<Block &>(block), [&](Op *op) {
     for (const Value *v : op->operands)
       ++counts[v];

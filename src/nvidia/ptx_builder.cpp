@@ -1,6 +1,7 @@
 // PTX text building.
 #include "nvidia/ptx_builder.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
@@ -46,7 +47,12 @@ RegClass regClassOf(DType d) {
 const char *regType(RegClass c) { return kDeclType[(int)c]; }
 
 std::string PtxBuilder::reg(RegClass c) {
-  return kPrefix[(int)c] + std::to_string(++counts_[(int)c]);
+  // Built in place: the lowering asks for one per value of every register.
+  char text[24];
+  size_t n = std::strlen(kPrefix[(int)c]);
+  std::memcpy(text, kPrefix[(int)c], n);
+  char *end = std::to_chars(text + n, text + sizeof text, ++counts_[(int)c]).ptr;
+  return std::string(text, end);
 }
 
 static void appendInstruction(std::string &to, const std::string &instr) {
