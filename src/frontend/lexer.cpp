@@ -440,7 +440,8 @@ void Lexer::op() {
   SourceLoc begin = here();
   std::string_view rest = std::string_view(text_).substr(pos_);
   for (std::string_view candidate : kOperators) {
-    if (rest.substr(0, candidate.size()) != candidate)
+    // (the first byte first: most candidates differ there, without a compare call)
+    if (candidate[0] != rest[0] || rest.substr(0, candidate.size()) != candidate)
       continue;
     advance(candidate.size());
     if (candidate == ":=")
@@ -512,7 +513,7 @@ void Lexer::finish() {
 
 bool isKeyword(const std::string &word) {
   for (std::string_view k : kKeywords)
-    if (word == k)
+    if (!word.empty() && k[0] == word[0] && word == k) // (the first byte first, as above)
       return true;
   return false;
 }
