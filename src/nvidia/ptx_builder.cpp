@@ -150,8 +150,6 @@ size_t scanLine(std::string_view text, size_t at, const std::array<int, 6> &base
   return i;
 }
 
-// The register a pure instruction writes when it writes exactly one (the
-// index of its reference in `regs`), else -1.
 // The position of the first space at or after `i` (the line's size if none).
 // (Plain loops here and below: a library search call per line costs more.)
 size_t spaceFrom(std::string_view line, size_t i) {
