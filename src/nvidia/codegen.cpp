@@ -518,10 +518,15 @@ PtxKernel Lowering::run() {
     }
     bind(arg, TVal{nullptr, {r}});
   }
-  // The buffers gpu-allocate-shared placed; the scratch's extent is the lowering's.
+  // The buffers gpu-allocate-shared placed (the scratch's extent is the
+  // lowering's), and how many of their bytes are deferred TMA stores' tiles.
+  int64_t stagingBytes = 0;
   walk(*fn.body, [&](Op *op) {
-    for (SharedRange r : ownedShared(*op))
+    for (SharedRange r : ownedShared(*op)) {
       useBuffer(r.offset, r.bytes);
+      if (op->kind == OpKind::StoreBlock)
+        stagingBytes += r.bytes;
+    }
   });
   lowerBlock(body);
   if (!body.terminator() || body.terminator()->kind != OpKind::Return)
@@ -539,12 +544,6 @@ PtxKernel Lowering::run() {
       << "\n.target " << opts.arch << "\n.address_size 64\n\n";
   ptx << b.globals();
   // Dynamic shared memory, as gpu-allocate-shared laid it out.
-  int64_t stagingBytes = 0;
-  walk(*fn.body, [&](Op *op) {
-    if (op->kind == OpKind::StoreBlock) // (a deferred TMA store's tile)
-      for (SharedRange r : ownedShared(*op))
-        stagingBytes += r.bytes;
-  });
   if (!sharedAt_.empty())
     ptx << ".extern .shared .align 1024 .b8 tilec_smem[];\n";
   out.sharedBytes = (int)sharedEnd_;

@@ -64,8 +64,8 @@ bool copyAddress(const Op &forOp, const Op &load, CopyAddress &a);
 const Value *carriedStep(const Block &body, const Value *v);
 
 // The tensor-core dots of a loop body whose operands are 16 bits or
-// narrower, or that run on wgmma (tf32 too), and the loads of the body they read (directly, or through a
-// trans), in the order the dots read them.
+// narrower, or that run on wgmma (tf32 too), and the loads of the body they
+// read (directly, or through a trans), in the order the dots read them.
 struct OperandUse {
   const Op *dot;
   int operand;
