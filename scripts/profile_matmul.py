@@ -1,6 +1,6 @@
-"""One fp16 matmul (SIZE^3, default 4096, or M, N, K; CONFIG=BM,BN,BK,warps,stages,
+"""One matmul (SIZE^3, default 4096, or M, N, K; CONFIG=BM,BN,BK,warps,stages,
 default 128x128x32 w8 s3; B_KMAJOR=1 for B as tutorial 09 passes it, the
-transpose of an [N, K] tensor) by tilec, or by Triton with IMPL=triton, for ncu
+transpose of an [N, K] tensor; DTYPE=float32 for tf32 dots, or float8_e4m3fn) by tilec, or by Triton with IMPL=triton, for ncu
 to profile; also writes its cubin and PTX (matmul_kernel-IMPL.*) to $OUT for cuobjdump.
 Outside ncu it prints its run time: the median of 20 timings of BACK_TO_BACK launches each."""
 
@@ -23,11 +23,12 @@ def triton_cdiv(a, b):
 size = int(os.environ.get("SIZE", 4096))
 M, N, K = (int(os.environ.get(d, size)) for d in "MNK")
 BM, BN, BK, W, S = (int(x) for x in os.environ.get("CONFIG", "128,128,32,8,3").split(","))
-A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+dtype = getattr(torch, os.environ.get("DTYPE", "float16"))
+A = torch.randn(M, K, device="cuda").to(dtype)
 if os.environ.get("B_KMAJOR") == "1":
-    B = torch.randn(N, K, device="cuda", dtype=torch.float16).T
+    B = torch.randn(N, K, device="cuda").to(dtype).T
 else:
-    B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    B = torch.randn(K, N, device="cuda").to(dtype)
 C = torch.empty(M, N, device="cuda", dtype=torch.float16)
 grid = (triton_cdiv(M, BM) * triton_cdiv(N, BN),)
 for _ in range(3):

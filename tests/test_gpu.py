@@ -116,6 +116,30 @@ def test_hopper_runs_tf32_dots_on_wgmma(precision):
     assert "wgmma" not in ieee.asm["ptx"] and "mma.sync" not in ieee.asm["ptx"]
 
 
+@needs_ptxas
+def test_dot_tiles_are_loaded_in_16_byte_vectors_of_their_own_type():
+    """A kernel's accesses share 16-byte vectors of its narrowest type (8
+    elements where it stores fp16), except a dot's A and B tiles: fp32 ones
+    take 4 elements a thread, so that 16 lanes read 256 contiguous bytes (with
+    8, each sector was fetched twice, and a tf32 matmul ran at 0.55 of Triton)."""
+    k = tilec.compile(precision_dot, signature={"a": "*fp32", "b": "*fp32", "c": "*fp16"},
+                      target="sm_90a", num_warps=4,
+                      constexprs={"BM": 64, "BN": 64, "BK": 32, "PREC": "tf32"})
+
+    def vector(line):  # the elements a thread holds along the contiguous dim
+        bases = re.search(r"reg=\[([^\]]*)\]", line).group(1).split()
+        n = 1
+        while n < 64 and f"(0,{n})" in bases:
+            n *= 2
+        return n
+
+    ir = k.asm["tilegpu"].splitlines()
+    loads = [line for line in ir if " = load(" in line]
+    assert len(loads) == 2 and all(vector(line) == 4 for line in loads)
+    (store,) = [line for line in ir if "gpu.convert_layout" in line and "xf16" in line]
+    assert vector(store) == 8
+
+
 @tilec.jit
 def precision_dot(a, b, c, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   PREC: tl.constexpr):

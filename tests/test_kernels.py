@@ -201,6 +201,24 @@ def test_matmul_fp16_inputs(rng):
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-1)
 
 
+@pytest.mark.parametrize("b_k_major", [True, False])
+def test_matmul_fp32_inputs_fp16_out(rng, b_k_major):
+    """tf32 tiles of a matmul that stores fp16: the tiles are copied in 16-byte
+    vectors of their own fp32 (not of fp16's 8 elements), pipelined on sm_90a."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 150, 131, 200
+    a = torch.from_numpy(nonzero(rng, (M, K)))
+    b_rows = torch.from_numpy(nonzero(rng, (N, K) if b_k_major else (K, N)))
+    b = b_rows.T if b_k_major else b_rows
+    c = torch.zeros(M, N, dtype=torch.float16)
+    grid = (tilec.cdiv(M, 64), tilec.cdiv(N, 64))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+                        num_warps=4, num_stages=3)
+    ref = a.to(torch.float64) @ b.to(torch.float64)
+    np.testing.assert_allclose(c.float().numpy(), ref.numpy(), rtol=2e-2, atol=1e-1)
+
+
 @pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("b_k_major", [True, False])
 @pytest.mark.parametrize("blocks", [(64, 64, 64, 4, 2), (128, 128, 64, 8, 3), (16, 32, 32, 1, 2)])

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 #include "nvidia/assign_layouts.h"
 #include "nvidia/axis_info.h"
@@ -65,18 +66,47 @@ void convertStoredValue(Op *store, int operand, const std::shared_ptr<LayoutEnco
     store->operands[operand] = convertBefore(store, value, e);
 }
 
+using Users = std::unordered_map<const Value *, std::vector<const Op *>>;
+
+// Whether `v` is only read as a dot's A or B, directly or transposed: a tile
+// bound for shared memory, whose layout in registers nothing else sees.
+bool onlyDotOperand(const Users &users, const Value *v) {
+  auto it = users.find(v);
+  if (it == users.end())
+    return false;
+  for (const Op *user : it->second) {
+    if (user->kind == OpKind::Trans && onlyDotOperand(users, user->result()))
+      continue;
+    if (user->kind != OpKind::Dot || user->operand(2) == v)
+      return false;
+  }
+  return true;
+}
+
 } // namespace
 
 void coalesceMemory(Function &fn, const GpuOptions &opts) {
   AxisInfoMap info = analyzeAxisInfo(fn);
   int minBytes = minAccessBytes(fn);
   std::vector<Op *> accesses, blockAccesses;
+  Users users;
   walk(*fn.body, [&](Op *op) {
     if ((op->kind == OpKind::Load || op->kind == OpKind::Store) && op->operand(0)->type.isTensor())
       accesses.push_back(op);
     if (op->kind == OpKind::LoadBlock || op->kind == OpKind::StoreBlock)
       blockAccesses.push_back(op);
+    for (const Value *v : op->operands)
+      users[v].push_back(op);
   });
+  // Every access's vector is 16 bytes of the function's narrowest element, so
+  // that values of one shape share a layout; a dot operand's tile takes
+  // 16 bytes of its own (fp32 tiles of an fp16-out matmul: 32 bytes a thread
+  // copied as two vectors 32 bytes apart read each sector twice).
+  auto accessBytes = [&](const Op *op) {
+    bool load = op->kind == OpKind::LoadBlock || op->kind == OpKind::Load;
+    return load && onlyDotOperand(users, op->result()) ? dtypeBytes(op->operand(0)->type.pointee)
+                                                       : minBytes;
+  };
   // Block pointers: the layout always goes into the types (the lowering has no other).
   bool tma = archNumber(opts.arch) >= 90;
   for (Op *op : blockAccesses) {
@@ -86,7 +116,7 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
     }
     const std::vector<int64_t> &shape = op->operand(0)->type.blockShape;
     auto e = std::make_shared<LayoutEncoding>(
-        "blocked", blockedLayout(shape, defaultVector(shape, minBytes, opts.numWarps),
+        "blocked", blockedLayout(shape, defaultVector(shape, accessBytes(op), opts.numWarps),
                                  opts.numWarps, blockOrder(info, op->operand(0))));
     if (op->kind == OpKind::LoadBlock)
       op->result()->type = op->result()->type.withEncoding(e);
@@ -97,7 +127,7 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
     const Type &ptr = op->operand(0)->type;
     std::vector<int> order = contiguityOrder(axisInfoOf(info, op->operand(0)).contiguity);
     auto e = std::make_shared<LayoutEncoding>(
-        "blocked", blockedLayout(ptr.shape, defaultVector(ptr.shape, minBytes, opts.numWarps),
+        "blocked", blockedLayout(ptr.shape, defaultVector(ptr.shape, accessBytes(op), opts.numWarps),
                                  opts.numWarps, order));
     if (op->kind == OpKind::Load) {
       op->result()->type = op->result()->type.withEncoding(e);
