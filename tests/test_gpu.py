@@ -140,6 +140,28 @@ def test_dot_tiles_are_loaded_in_16_byte_vectors_of_their_own_type():
     assert vector(store) == 8
 
 
+@needs_ptxas
+def test_tf32_tiles_wgmma_reads_transposed_are_copied_ahead_element_by_element():
+    """wgmma reads tf32 tiles K-major only: a [K][N] B (a plain fp32 `a @ b`)
+    is copied ahead by 4-byte cp.async into its K-major tile, as Triton does,
+    each vector's elements addressed from its first one's pointer (a pointer
+    each: 64-bit registers enough to spill at 128x128x64), and the dot runs on."""
+    import test_kernels
+    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    k = tilec.compile(test_kernels.matmul_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, divisible_by_16=["K", "stride_am", "stride_bk", "stride_cm"],
+                      constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64,
+                                  "stride_ak": 1, "stride_bn": 1, "stride_cn": 1})
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert "ld.global" not in body and "st.shared" not in body
+    assert body.count("cp.async.cg.shared.global") == 16  # A: 128x64 f32, 16 bytes a copy
+    assert body.count("cp.async.ca.shared.global") == 64  # B: an element a copy
+    assert len(re.findall(r"cp\.async\.ca\.shared\.global \[[^]]*\], \[%rd\d+\+\d+\]", body)) == 48
+    assert "wgmma.wait_group.sync.aligned 1;" in body
+    assert k.n_spills == 0
+
+
 @tilec.jit
 def precision_dot(a, b, c, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   PREC: tl.constexpr):

@@ -322,9 +322,19 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
     TVal delta;
     if (advancing)
       delta = L.convert(L.val(l.delta), l.delta->type.dtype, ptr.layout);
+    // Elements copied one by one across the vectors they were loaded in (a
+    // tile transposed by its copies): the pointer of a vector's first, plus
+    // an offset, addresses the rest; one carried pointer each would spill.
+    int run = 1;
+    if (advancing && l.vec == 1)
+      run = std::min(contiguousRegisters(*lay, vectorDim(*lay)),
+                     vectorWidth(L.axisInfo, l.load->operand(0), lay, l.load->result()->type.dtype,
+                                 nullptr));
     std::vector<std::pair<std::string, std::string>> moved;
     for (int g = 0; g < lay->numRegs(); g += l.vec) {
-      if (advancing)
+      const std::string &first = ptr.regs[g - g % run];
+      std::string src = g % run ? first + "+" + std::to_string(g % run * l.bytes) : first;
+      if (advancing && g % run == 0)
         moved.emplace_back(ptr.regs[g], L.pointerPlus(ptr.regs[g], delta.regs[g],
                                                       l.delta->type.dtype,
                                                       l.load->result()->type.dtype));
@@ -337,8 +347,8 @@ static void issueCopies(Lowering &L, Pipeline &p, const std::string &slot, const
       int size = l.vec * l.bytes;
       std::string srcSize = L.opReg("selp.u32", RegClass::B32, {imm(size), "0", ok});
       L.b.emit((owner.empty() ? "" : "@" + owner + " ") + "cp.async." +
-               (size == 16 ? "cg" : "ca") + ".shared.global " + a.str() + ", [" + ptr.regs[g] +
-               "], " + imm(size) + ", " + srcSize);
+               (size == 16 ? "cg" : "ca") + ".shared.global " + a.str() + ", [" + src + "], " +
+               imm(size) + ", " + srcSize);
     }
     for (auto &[reg, next] : moved)
       moveInto(L, reg, next, RegClass::B64);

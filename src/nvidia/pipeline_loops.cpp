@@ -317,10 +317,13 @@ private:
   // transposed.
   bool copyable(const Copy &c, const LinearLayout &lay) const {
     int dim = c.transposed ? 0 : 1;
-    if (vectorDim(lay) != dim)
+    // Loaded along the other dim (tf32's B, which wgmma reads K-major only,
+    // from an [K][N] tensor): each 4-byte element copied on its own, as Triton.
+    bool across = vectorDim(lay) != dim;
+    if (across && c.bytes < 4)
       return false;
     DType d = c.address.load->result()->type.dtype;
-    int vec = std::min(contiguousRegisters(lay, dim), 16 / c.bytes);
+    int vec = across ? 1 : std::min(contiguousRegisters(lay, dim), 16 / c.bytes);
     const Op &load = *c.address.load;
     int proven;
     if (c.address.block()) {
