@@ -206,6 +206,23 @@ def main():
         err = ((C.float() - ref8).norm() / ref8.norm()).item()
         row(f"  fp8 {size} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
 
+    # fp32 inputs (tf32 dots, the default input_precision), f16 out; B as a
+    # plain `a @ b` passes it ([K][N]) and K-major (b = b.T).
+    A32, B32 = A.float(), B.float()
+    ref32 = A32 @ B32
+    for b_name, b32 in (("B[K][N]", B32), ("B K-major", B32.T.contiguous().T)):
+        for BM, BN, BK, warps, stages in ((128, 128, 32, 8, 3), (128, 256, 32, 8, 3),
+                                          (128, 128, 64, 4, 3)):
+            grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
+            launch = lambda m: m.matmul_kernel[grid](A32, b32, C, size, size, size, size, 1, b32.stride(0), b32.stride(1), size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
+            res = {}
+            for who, m in (("tilec", tk), ("triton", rk)):
+                res[who] = safe(lambda: 2 * size ** 3 / bench(lambda: launch(m), reps=10) / 1e9)
+            C.zero_()
+            safe(lambda: launch(tk))
+            err = ((C.float() - ref32).norm() / ref32.norm()).item()
+            row(f"  tf32 {b_name} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
+
     # Autotuning over those six configs, 4096^3 (kernels compiled above, so this is
     # the timing of each config): the first call's wall time, then the tuned kernel.
     import tilec
