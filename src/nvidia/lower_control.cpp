@@ -1,6 +1,8 @@
 // Structured control flow (for, if, while) as branches over uniform scalar
 // conditions, loop-carried values as registers the loop rewrites, and the
 // debugging ops (device printf through vprintf, asserts in debug mode).
+#include <unordered_set>
+
 #include "nvidia/lowering.h"
 
 namespace tilec::nvidia {
@@ -53,6 +55,21 @@ static std::vector<const Value *> operandsFrom(const Op &op, size_t from) {
   return std::vector<const Value *>(op.operands.begin() + from, op.operands.end());
 }
 
+// Whether a loop may carry `v` (bound to `init`) in its own registers: the
+// result of an earlier loop or if (registers of its own, as no other value
+// has them) that nothing else reads. A causal attention's second loop takes
+// the first's accumulators so, not copying 100s of registers between them.
+bool Lowering::ownsRegisters(const Value *v, const TVal &init) {
+  if (!v->def || (v->def->kind != OpKind::For && v->def->kind != OpKind::If) ||
+      useCount(uses(), v) != 1 || init.uniform || init.regs != val(v).regs)
+    return false;
+  std::unordered_set<std::string_view> seen;
+  for (const std::string &r : init.regs)
+    if (r.empty() || r[0] != '%' || !seen.insert(r).second)
+      return false;
+  return true;
+}
+
 void Lowering::lowerFor(const Op &op) {
   const Block &body = *op.regions[0];
   DType ivType = body.args[0]->type.dtype;
@@ -70,7 +87,8 @@ void Lowering::lowerFor(const Op &op) {
     else if (init.uniform)
       if (const LinearLayout *want = preferredLayout(yield.operand(k - 3)))
         init = convert(init, op.operand(k)->type.dtype, want);
-    carried.push_back(copyInto(*this, init, op.operand(k)->type.dtype));
+    carried.push_back(ownsRegisters(op.operand(k), init) ? init
+                                                        : copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   stageLoopInvariantOperands(op);

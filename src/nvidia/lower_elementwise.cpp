@@ -473,8 +473,7 @@ TVal Lowering::computeCast(const Op &op, const TVal &x) {
   for (size_t i = 0; pairs && i < x.regs.size(); i += 2) {
     std::string packed = opReg(to == DType::F16 ? "cvt.rn.f16x2.f32" : "cvt.rn.bf16x2.f32",
                                RegClass::B32, {x.regs[i + 1], x.regs[i]});
-    std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
-    b.emit("mov.b32 {" + lo + ", " + hi + "}, " + packed);
+    auto [lo, hi] = splitWord(*this, packed);
     out.regs.push_back(lo);
     out.regs.push_back(hi);
   }

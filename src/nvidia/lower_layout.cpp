@@ -339,10 +339,8 @@ void Lowering::storeSharedRun(const SharedAddr &a, DType d, const std::vector<st
   RegClass rc = regClassOf(d);
   std::vector<std::string> words;
   for (int i = 0; i < n; i += rc == RegClass::B16 ? 2 : 1)
-    words.push_back(rc == RegClass::B16
-                        ? opReg("mov.b32", RegClass::B32,
-                                {"{" + regs[r + i] + ", " + regs[r + i + 1] + "}"})
-                        : regs[r + i]);
+    words.push_back(rc == RegClass::B16 ? joinHalves(*this, regs[r + i], regs[r + i + 1])
+                                        : regs[r + i]);
   std::string list = words.size() == 1 ? words[0] : regList(words);
   b.emit("st.shared" + sharedVectorType((int)words.size(), rc) + " " + a.str() + ", " + list);
 }
@@ -362,8 +360,7 @@ std::vector<std::string> Lowering::loadSharedRun(const SharedAddr &a, DType d, i
     return words;
   std::vector<std::string> out;
   for (const std::string &w : words) {
-    std::string lo = b.reg(RegClass::B16), hi = b.reg(RegClass::B16);
-    b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+    auto [lo, hi] = splitWord(*this, w);
     out.push_back(lo);
     out.push_back(hi);
   }

@@ -120,14 +120,26 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
   }
 }
 
+std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w) {
+  std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
+  L.b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+  L.unpackedFrom.emplace(lo + "," + hi, w);
+  return {lo, hi};
+}
+
+std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi) {
+  if (auto it = L.unpackedFrom.find(lo + "," + hi); it != L.unpackedFrom.end())
+    return it->second;
+  return L.opReg("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+}
+
 std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words,
                                      DType d) {
   std::vector<std::string> out;
   int bytes = dtypeBytes(d);
   for (const std::string &w : words) {
     if (bytes == 2) {
-      std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
-      L.b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
+      auto [lo, hi] = splitWord(L, w);
       for (const std::string &h : {lo, hi})
         out.push_back(
             regClassOf(d) == RegClass::B16
@@ -159,7 +171,7 @@ std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &
         lo = L.opReg("cvt.u16.u32", RegClass::B16, {lo});
         hi = L.opReg("cvt.u16.u32", RegClass::B16, {hi});
       }
-      words.push_back(L.opReg("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
+      words.push_back(joinHalves(L, lo, hi));
       continue;
     }
     std::string w;

@@ -109,8 +109,7 @@ std::vector<std::string> registerOperandA(Lowering &L, const Op &op, const Wgmma
   std::vector<std::string> words;
   if (dtypeBytes(op.operand(0)->type.dtype) == 2) {
     for (size_t r = 0; r + 1 < a.regs.size(); r += 2)
-      words.push_back(
-          L.opReg("mov.b32", RegClass::B32, {"{" + a.regs[r] + ", " + a.regs[r + 1] + "}"}));
+      words.push_back(joinHalves(L, a.regs[r], a.regs[r + 1]));
     return words;
   }
   // Registers of the accumulator layout: (col+1, row+8, then 8-column blocks

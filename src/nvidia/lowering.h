@@ -234,6 +234,10 @@ std::vector<std::string> packWords(Lowering &L, const std::vector<std::string> &
 std::string shuffle(Lowering &L, const std::string &v, DType d, const char *mode, int k);
 // Unpacks 32-bit words into the elements of a type narrower than 4 bytes.
 std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string> &words, DType d);
+// The 16-bit halves (low, high) of a word, in fresh registers, and a word of
+// two halves: the word they were split from where they were (lower_memory.cpp).
+std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w);
+std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi);
 class Lowering;
 struct TVal;
 // Block pointers (lower_memory.cpp): elements per access of `access` (a
@@ -282,6 +286,9 @@ public:
   int printStrings = 0;
   AxisInfoMap axisInfo;
   std::string tid, lane, warp; // b32 registers set in the prologue
+  // The 32-bit word each pair of 16-bit registers was unpacked from ("lo,hi"):
+  // packing them again reuses it. Both are written once, where unpacked.
+  std::unordered_map<std::string, std::string> unpackedFrom;
 
   [[noreturn]] void unsupported(const Op &op, const std::string &what);
   TVal &val(const Value *v);
@@ -453,6 +460,7 @@ public:
                                              int pack, const char *letters);
   // How often each value of the kernel is used (computed once).
   const UseCounts &uses();
+  bool ownsRegisters(const Value *v, const TVal &init);
   void lowerBlockPtr(const Op &op);
   void lowerLoadBlock(const Op &op);
   void lowerStoreBlock(const Op &op);
