@@ -405,3 +405,19 @@ def test_tensors_reduced_together_must_share_a_shape():
     with pytest.raises(tilec.CompilationError) as info:
         mismatched_tuple_reduce_kernel[(1,)](np.zeros(16, np.float32))
     assert "tl.reduce(): the tensors it takes together must have one shape" in str(info.value)
+
+
+@tilec.jit
+def too_imprecise(a_ptr, c_ptr):
+    r = tl.arange(0, 16)
+    a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+    c = tl.dot(a, a, max_num_imprecise_acc=32)
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], c)
+
+
+def test_max_num_imprecise_acc_is_at_most_k():
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(16, 16).to(torch.float8_e5m2)
+    err = compile_error(too_imprecise, a, torch.zeros(16, 16))
+    check(err, too_imprecise, "max_num_imprecise_acc=32",
+          "max_num_imprecise_acc (32) must be from 0 to K (16)")

@@ -162,6 +162,28 @@ def test_tf32_tiles_wgmma_reads_transposed_are_copied_ahead_element_by_element()
     assert k.n_spills == 0
 
 
+@needs_ptxas
+def test_fp8_products_are_added_to_the_accumulator_in_f32_as_triton_does():
+    """`acc += tl.dot(a, b)` of fp8 tiles is not folded into the dot (Triton's
+    max_num_imprecise_acc default on Hopper): each dot sums its K block on the
+    tensor cores, at their reduced precision, and the sum over blocks is an
+    f32 add. fp16 dots and max_num_imprecise_acc=0 fold as before."""
+    import test_kernels
+    sig = {"a_ptr": "*fp8e5", "b_ptr": "*fp8e5", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+           "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+           "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"}
+    blocks = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}
+    k = tilec.compile(test_kernels.matmul_kernel, signature=sig, target="sm_90a", num_warps=4,
+                      num_stages=3, constexprs=blocks)
+    (body,) = loop_bodies(k.asm["ptx"])
+    assert "wgmma.mma_async" in body and "add.f32" in body
+    assert "max_num_imprecise_acc = -1" in k.asm["tileir"]
+    f16 = tilec.compile(test_kernels.matmul_kernel, target="sm_90a", num_warps=4, num_stages=3,
+                        signature={**sig, "a_ptr": "*fp16", "b_ptr": "*fp16"}, constexprs=blocks)
+    (body,) = loop_bodies(f16.asm["ptx"])
+    assert "wgmma.mma_async" in body and "add.f32" not in body
+
+
 @tilec.jit
 def precision_dot(a, b, c, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   PREC: tl.constexpr):

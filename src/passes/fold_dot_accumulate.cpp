@@ -4,7 +4,10 @@
 // `acc + dot(a, b, 0)` becomes `dot(a, b, acc)` when the dot's result has no
 // other use: the tensor cores then accumulate in place instead of into fresh
 // zeros that an add folds in afterwards (Triton combines the two the same way).
-// The sum is rounded once instead of twice.
+// The sum is rounded once instead of twice. Not an fp8 dot that may add its
+// products imprecisely (max_num_imprecise_acc other than 0; Triton's default
+// on Hopper): as in Triton, the add stays in f32, so that the error of the
+// tensor cores' narrower sums does not grow with the loop over K.
 #include "passes/passes.h"
 
 namespace tilec {
@@ -19,7 +22,8 @@ bool foldDotAccumulate(Function &fn) {
       Value *d = op->operand(side), *acc = op->operand(1 - side);
       Op *dot = d->def;
       if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroConstant(dot->operand(2)) &&
-          acc->type == d->type && dot->parent == op->parent) {
+          acc->type == d->type && dot->parent == op->parent &&
+          dot->intAttr("max_num_imprecise_acc", 0) == 0) {
         found.push_back({op, side});
         return;
       }

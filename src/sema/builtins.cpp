@@ -1438,6 +1438,17 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   }
   if (dx != DType::F32)
     precision = "ieee";
+  // fp8 products may add up at the tensor cores' reduced precision (Hopper's
+  // fp8 wgmma): Triton's default lets them over a whole dot, and keeps
+  // `acc + tl.dot(a, b)` two ops, the add in f32 (fold_dot_accumulate.cpp).
+  bool fp8 = isFloat(dx) && dtypeBits(dx) == 8;
+  int64_t imprecise = -1; // the default
+  if (given(a[5])) {
+    imprecise = l.constIntArg(*a[5], "max_num_imprecise_acc");
+    if (fp8 && (imprecise < 0 || imprecise > k))
+      l.error(a[5]->span, "max_num_imprecise_acc (" + std::to_string(imprecise) +
+                              ") must be from 0 to K (" + std::to_string(k) + ")");
+  }
   // Batch dims beyond one fold into one: the backends multiply 2-D and 3-D tensors.
   auto folded = [&](Value *v) {
     if (rank <= 3)
@@ -1454,6 +1465,8 @@ SVal dot(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
   auto dot = [&](Value *p, Value *q, Value *c, const char *prec) {
     Op *op = l.b_.create(OpKind::Dot, {p, q, c}, {c->type});
     op->setAttr("input_precision", std::string(prec));
+    if (fp8)
+      op->setAttr("max_num_imprecise_acc", imprecise);
     return op->result();
   };
   if (precision == "bf16x6") {
