@@ -425,7 +425,8 @@ def test_a_kernel_of_descriptors_is_tuned_by_the_gpus_clock(monkeypatch):
     y = torch.zeros_like(x)
     src, dst = TensorDescriptor.from_tensor(x, [1, 1]), TensorDescriptor.from_tensor(y, [1, 1])
     tuned[lambda meta: (tilec.cdiv(96, meta["BM"]), tilec.cdiv(64, meta["BN"]))](src, dst)
-    assert devices == ["cuda", "cuda"]
+    # each config timed once, and again where the two come within 10%
+    assert devices in (["cuda"] * 2, ["cuda"] * 4)
     assert torch.equal(y, x * 2)
 
 
