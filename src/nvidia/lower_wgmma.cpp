@@ -153,6 +153,13 @@ std::optional<LinearLayout> wgmmaAccumulatorLayout(const Op &dot, const GpuOptio
   return wgmmaAccumulator(t);
 }
 
+// `v` before the layout conversions it went through (a constant's cost nothing).
+static const Value *throughConversions(const Value *v) {
+  while (v->def && v->def->kind == OpKind::ConvertLayout)
+    v = v->def->operand(0);
+  return v;
+}
+
 void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   WgmmaTiling t = wgmmaTiling(op, opts);
   const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
@@ -173,6 +180,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   bool deferred = deferring && (!aBase.empty() || !aRegs.empty()) && !bBase.empty();
   // In a pipelined loop the accumulator stays where the loop carries it.
   std::vector<std::string> acc;
+  bool fromZero = false; // D = A*B, in fresh registers the first k step does not read
   if (async) { // (a reset accumulator: the registers the loop carries)
     acc = val(async->reset ? op.operand(2)->def->operand(2) : op.operand(2)).regs;
   } else if (deferred) {
@@ -183,6 +191,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         b.emit("mov.f32 " + acc[r] + ", " + init.regs[r]);
   } else if (accumulatesInPlace(op, accLayout)) {
     acc = val(op.operand(2)).regs;
+  } else if ((fromZero = isZeroConstant(throughConversions(op.operand(2))))) {
+    for (int64_t r = 0; r < accLayout->numRegs() / (halfAccumulator(op) ? 2 : 1); ++r)
+      acc.push_back(b.reg(halfAccumulator(op) ? RegClass::B32 : RegClass::F32));
   } else {
     acc = accumulatorRegisters(op, accLayout, false);
   }
@@ -236,6 +247,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string accumulateFirst = accumulate;
   if (async && async->reset)
     accumulateFirst = opReg("not.pred", RegClass::Pred, {val(async->reset).regs[0]});
+  else if (fromZero)
+    accumulateFirst = opReg("setp.ne.u32", RegClass::Pred, {"0", "0"});
 
   // f32 accumulators, one register per element, or f16 ones packed two to a register.
   bool half = halfAccumulator(op);
