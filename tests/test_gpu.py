@@ -167,7 +167,7 @@ def test_fp8_products_are_added_to_the_accumulator_in_f32_as_triton_does():
     """`acc += tl.dot(a, b)` of fp8 tiles is not folded into the dot (Triton's
     max_num_imprecise_acc default on Hopper): each dot sums its K block on the
     tensor cores, at their reduced precision, and the sum over blocks is an
-    f32 add. fp16 dots and max_num_imprecise_acc=0 fold as before."""
+    f32 add. fp16 dots fold as before."""
     import test_kernels
     sig = {"a_ptr": "*fp8e5", "b_ptr": "*fp8e5", "c_ptr": "*fp32", "M": "i32", "N": "i32",
            "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",

@@ -4,10 +4,12 @@
 // `acc + dot(a, b, 0)` becomes `dot(a, b, acc)` when the dot's result has no
 // other use: the tensor cores then accumulate in place instead of into fresh
 // zeros that an add folds in afterwards (Triton combines the two the same way).
-// The sum is rounded once instead of twice. Not an fp8 dot that may add its
-// products imprecisely (max_num_imprecise_acc other than 0; Triton's default
-// on Hopper): as in Triton, the add stays in f32, so that the error of the
-// tensor cores' narrower sums does not grow with the loop over K.
+// The sum is rounded once instead of twice. Not an fp8 dot (sema records its
+// max_num_imprecise_acc): as in Triton by default on Hopper, the add stays in
+// f32, so that the error of the tensor cores' narrower sums of fp8 products
+// does not grow with the loop over K. (Triton folds at max_num_imprecise_acc=0
+// and then adds in f32 after every instruction; tilec's sums over one dot
+// are the closer of the two.)
 #include "passes/passes.h"
 
 namespace tilec {
@@ -23,7 +25,7 @@ bool foldDotAccumulate(Function &fn) {
       Op *dot = d->def;
       if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroConstant(dot->operand(2)) &&
           acc->type == d->type && dot->parent == op->parent &&
-          dot->intAttr("max_num_imprecise_acc", 0) == 0) {
+          !dot->attr("max_num_imprecise_acc")) {
         found.push_back({op, side});
         return;
       }
