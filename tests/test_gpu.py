@@ -185,6 +185,39 @@ def test_fp8_products_are_added_to_the_accumulator_in_f32_as_triton_does():
 
 
 @tilec.jit
+def imprecise_acc_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr, SPAN: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] + rn[None, :] * K  # K-major, as fp8 wgmma reads B
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc=acc, max_num_imprecise_acc=SPAN)
+        a_ptrs += BK
+        b_ptrs += BK
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("span", [None, 0, 32, 64, 128])
+def test_max_num_imprecise_acc_adds_each_span_in_f32(span):
+    """Hopper sums fp8 products on the tensor cores at reduced precision:
+    with max_num_imprecise_acc=n each n of K go to fresh registers, added to
+    the accumulator in f32 (0: every instruction's 32), as Triton does (its
+    test counts the adds); by default the dot sums its K in place, running on."""
+    k = tilec.compile(imprecise_acc_matmul, signature={"a_ptr": "*fp8e5", "b_ptr": "*fp8e5",
+                                                        "c_ptr": "*fp32", "K": "i32"},
+                      target="sm_90a", num_warps=4, num_stages=3,
+                      constexprs={"BM": 64, "BN": 64, "BK": 128, "SPAN": span},
+                      divisible_by_16=["K"])
+    (body,) = loop_bodies(k.asm["ptx"])
+    per_thread = 64 * 64 // 128
+    adds = 0 if span is None else per_thread * 128 // max(span, 32)
+    assert body.count("add.f32") == adds
+    assert ("wgmma.wait_group.sync.aligned 1;" in body) == (span is None)  # runs on
+
+
+@tilec.jit
 def precision_dot(a, b, c, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   PREC: tl.constexpr):
     rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)

@@ -201,6 +201,30 @@ def test_matmul_fp16_inputs(rng):
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=1e-1)
 
 
+@tilec.jit
+def imprecise_span_matmul_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                                 BK: tl.constexpr, SPAN: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc=acc, max_num_imprecise_acc=SPAN)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("span", [None, 0, 32, 64])
+def test_fp8_matmul_with_max_num_imprecise_acc(rng, span):
+    torch = pytest.importorskip("torch")
+    K = 256
+    a = torch.from_numpy(nonzero(rng, (64, K), low=0.5, high=2.0)).to(torch.float8_e5m2)
+    b = torch.from_numpy(nonzero(rng, (K, 64), low=0.5, high=2.0)).to(torch.float8_e5m2)
+    c = torch.zeros(64, 64)
+    imprecise_span_matmul_kernel[(1,)](a, b, c, K, BM=64, BN=64, BK=64, SPAN=span)
+    ref = a.to(torch.float64) @ b.to(torch.float64)
+    np.testing.assert_allclose(c.numpy(), ref.numpy(), rtol=2e-3, atol=5e-2)
+
+
 @pytest.mark.parametrize("b_k_major", [True, False])
 def test_matmul_fp32_inputs_fp16_out(rng, b_k_major):
     """tf32 tiles of a matmul that stores fp16: the tiles are copied in 16-byte

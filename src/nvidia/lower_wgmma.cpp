@@ -181,6 +181,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   // In a pipelined loop the accumulator stays where the loop carries it.
   std::vector<std::string> acc;
   bool fromZero = false; // D = A*B, in fresh registers the first k step does not read
+  // fp8 products summed in spans of k, each added in f32 (max_num_imprecise_acc).
+  const int64_t span = impreciseSumSpan(op);
   if (async) { // (a reset accumulator: the registers the loop carries)
     acc = val(async->reset ? op.operand(2)->def->operand(2) : op.operand(2)).regs;
   } else if (deferred) {
@@ -191,7 +193,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         b.emit("mov.f32 " + acc[r] + ", " + init.regs[r]);
   } else if (accumulatesInPlace(op, accLayout)) {
     acc = val(op.operand(2)).regs;
-  } else if ((fromZero = isZeroConstant(throughConversions(op.operand(2))))) {
+  } else if ((fromZero = !span && isZeroConstant(throughConversions(op.operand(2))))) {
     for (int64_t r = 0; r < accLayout->numRegs() / (halfAccumulator(op) ? 2 : 1); ++r)
       acc.push_back(b.reg(halfAccumulator(op) ? RegClass::B32 : RegClass::F32));
   } else {
@@ -257,8 +259,23 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
                       wgmmaType(at.dtype) + "." + wgmmaType(bt.dtype);
   int64_t perReg = half ? 2 : 1;
   int64_t repsM = t.M / (64 * t.groupsM), regsPerRep = t.groupN / 2 / perReg;
+  // A span's sum: fresh registers its first k step does not read, then added.
+  std::vector<std::string> sum;
+  for (size_t r = 0; span && r < acc.size(); ++r)
+    sum.push_back(b.reg(RegClass::F32));
+  std::string fresh = span ? opReg("setp.ne.u32", RegClass::Pred, {"0", "0"}) : "";
+  auto addSum = [&] {
+    b.emit("wgmma.commit_group.sync.aligned");
+    b.emit("wgmma.wait_group.sync.aligned 0");
+    for (size_t r = 0; r < acc.size(); ++r)
+      b.emit("add.f32 " + acc[r] + ", " + acc[r] + ", " + sum[r]);
+  };
   b.emit("wgmma.fence.sync.aligned");
-  for (int64_t kk = 0; kk < t.K; kk += t.instrK)
+  for (int64_t kk = 0; kk < t.K; kk += t.instrK) {
+    if (span && kk && kk % span == 0) {
+      addSum();
+      b.emit("wgmma.fence.sync.aligned"); // (the adds read the registers the next span writes)
+    }
     for (int64_t i = 0; i < repsM; ++i)
       for (int64_t n0 = 0; n0 < t.groupN; n0 += t.instrN) {
         int64_t aOff = tiles.a.offset(64 * t.groupsM * i, kk * bytes);
@@ -271,16 +288,25 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
           a = aDesc.at(aOff, *this);
         }
         std::string bd = bDesc.at(bOff, *this);
-        std::vector<std::string> d(acc.begin() + i * regsPerRep + n0 / 2 / perReg,
-                                   acc.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
+        const std::vector<std::string> &into = span ? sum : acc;
+        std::vector<std::string> d(into.begin() + i * regsPerRep + n0 / 2 / perReg,
+                                   into.begin() + i * regsPerRep + (n0 + t.instrN) / 2 / perReg);
         // Immediates: scale A, scale B, then for 16-bit types (for A in shared
         // memory: transpose A,) transpose B (1: B is [K][N], N-major).
         std::string imms = ", 1, 1";
         if (bytes == 2)
           imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
-        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " +
-               (kk == 0 ? accumulateFirst : accumulate) + imms);
+        std::string scale = span ? (kk % span == 0 ? fresh : accumulate)
+                                 : (kk == 0 ? accumulateFirst : accumulate);
+        b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + scale + imms);
       }
+  }
+  if (span) {
+    addSum();
+    issueAfterSyncDot(op);
+    bindAccumulator(op, accLayout, acc, false);
+    return;
+  }
   b.emit("wgmma.commit_group.sync.aligned");
   // Asynchronous: the previous iteration's group is done (its slot may be
   // refilled); this one runs on while the loop goes on.

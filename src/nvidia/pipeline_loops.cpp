@@ -199,7 +199,7 @@ std::map<const Op *, int> deferredDots(const Block &body, const std::vector<cons
       if (yield.operand(j) == r)
         k = (int)j;
     bool candidate = isWgmmaDot(*dot) && dot->operand(2)->type.dtype == DType::F32 &&
-                     usedOnce(counts, r) && k >= 0;
+                     usedOnce(counts, r) && k >= 0 && !impreciseSumSpan(*dot);
     if (candidate) {
       const Value *arg = body.args[k + 1].get();
       size_t first = body.ops.size();
@@ -488,6 +488,7 @@ private:
     const Value *acc = reset ? reset->operand(2) : dot.operand(2);
     std::set<const Op *> drains;
     bool async = ld.dots.size() == 1 && copies.size() == 2 && isWgmmaDot(dot) &&
+                 !impreciseSumSpan(dot) &&
                  acc->type.dtype == DType::F32 && acc->owner == &body && acc->index > 0 &&
                  body.terminator()->operand(acc->index - 1) == dot.result() &&
                  usedOnce(counts_, acc) && readLaterOnlyInIfs(body, dot, counts_, drains);
@@ -584,6 +585,15 @@ int64_t pipelineStageBytes(const Op &forOp) {
 bool isWgmmaDot(const Op &dot) {
   const LayoutEncoding *e = layoutEncoding(dot.result()->type);
   return e && e->kind == "wgmma";
+}
+
+int64_t impreciseSumSpan(const Op &dot) {
+  int64_t limit = dot.intAttr("max_num_imprecise_acc", -1);
+  if (limit < 0 || !isWgmmaDot(dot) || dot.result()->type.dtype != DType::F32)
+    return 0;
+  constexpr int64_t kStep = 32; // an fp8 wgmma's k
+  int64_t k = dot.operand(0)->type.shape.back();
+  return std::min(k, std::max<int64_t>(1, (limit + kStep - 1) / kStep) * kStep);
 }
 
 bool tileOfUse(const OperandUse &u, SharedTile &tile) {

@@ -89,6 +89,11 @@ int64_t valueSlotBytes(const Op &load);
 int64_t pipelineStageBytes(const Op &forOp);
 // Whether `dot` runs on wgmma (its accumulator has the wgmma layout).
 bool isWgmmaDot(const Op &dot);
+// The k elements an fp8 wgmma dot with an f32 accumulator sums on the tensor
+// cores before adding them to the accumulator in f32, as Triton does for its
+// max_num_imprecise_acc (0: one instruction's); 0 when it sums all of K in
+// place (the default). Such a dot waits for its sums: it never runs on.
+int64_t impreciseSumSpan(const Op &dot);
 // The shared tile a use reads; true when it holds the loaded value transposed.
 bool tileOfUse(const OperandUse &u, SharedTile &tile);
 
