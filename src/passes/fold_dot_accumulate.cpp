@@ -4,12 +4,11 @@
 // `acc + dot(a, b, 0)` becomes `dot(a, b, acc)` when the dot's result has no
 // other use: the tensor cores then accumulate in place instead of into fresh
 // zeros that an add folds in afterwards (Triton combines the two the same way).
-// The sum is rounded once instead of twice. Not an fp8 dot (sema records its
-// max_num_imprecise_acc): as in Triton by default on Hopper, the add stays in
-// f32, so that the error of the tensor cores' narrower sums of fp8 products
-// does not grow with the loop over K. (Triton folds at max_num_imprecise_acc=0
-// and then adds in f32 after every instruction; tilec's sums over one dot
-// are the closer of the two.)
+// The sum is rounded once instead of twice. As in Triton, not an fp8 dot
+// whose max_num_imprecise_acc (sema records it) is other than 0, the default
+// on Hopper: the add stays in f32, so that the error of the tensor cores'
+// narrower sums of fp8 products does not grow with the loop over K. (At 0 the
+// folded dot adds in f32 after every instruction: lower_wgmma.cpp.)
 #include "passes/passes.h"
 
 namespace tilec {
@@ -25,7 +24,7 @@ bool foldDotAccumulate(Function &fn) {
       Op *dot = d->def;
       if (dot && dot->kind == OpKind::Dot && uses[d] == 1 && isZeroConstant(dot->operand(2)) &&
           acc->type == d->type && dot->parent == op->parent &&
-          !dot->attr("max_num_imprecise_acc")) {
+          dot->intAttr("max_num_imprecise_acc", 0) == 0) {
         found.push_back({op, side});
         return;
       }
