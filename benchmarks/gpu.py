@@ -177,51 +177,33 @@ def main():
     A = torch.randn(size, size, device=dev, dtype=torch.float16)
     B = torch.randn(size, size, device=dev, dtype=torch.float16)
     C = torch.empty(size, size, device=dev, dtype=torch.float16)
-    ref = A.float() @ B.float()
-    for BM, BN, BK, warps, stages in ((128, 128, 32, 8, 3), (128, 128, 64, 8, 3),
-                                      (128, 128, 64, 4, 4), (128, 256, 64, 8, 3),
-                                      (256, 128, 64, 8, 3), (64, 128, 64, 4, 4)):
-        grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
-        launch = lambda m: m.matmul_kernel[grid](A, B, C, size, size, size, size, 1, size, 1, size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
-        res = {}
-        for who, m in (("tilec", tk), ("triton", rk)):
-            res[who] = safe(lambda: 2 * size ** 3 / bench(lambda: launch(m), reps=10) / 1e9)
-        safe(lambda: launch(tk))
-        err = ((C.float() - ref).norm() / ref.norm()).item()
-        row(f"  mm {size} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
 
-    # fp8 e5m2 inputs, B K-major (tutorial 03's fp8 case: b = b.T), f16 out.
-    A8 = A.to(torch.float8_e5m2)
-    B8 = B.T.contiguous().to(torch.float8_e5m2).T
-    ref8 = A8.float() @ B8.float()
-    for BM, BN, BK, warps, stages in ((128, 256, 128, 8, 3), (128, 128, 128, 8, 3),
-                                      (128, 128, 128, 4, 4), (64, 128, 128, 4, 4)):
-        grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
-        launch = lambda m: m.matmul_kernel[grid](A8, B8, C, size, size, size, size, 1, 1, size, size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
-        res = {}
-        for who, m in (("tilec", tk), ("triton", rk)):
-            res[who] = safe(lambda: 2 * size ** 3 / bench(lambda: launch(m), reps=10) / 1e9)
-        C.zero_()
-        safe(lambda: launch(tk))
-        err = ((C.float() - ref8).norm() / ref8.norm()).item()
-        row(f"  fp8 {size} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
-
-    # fp32 inputs (tf32 dots, the default input_precision), f16 out; B as a
-    # plain `a @ b` passes it ([K][N]) and K-major (b = b.T).
-    A32, B32 = A.float(), B.float()
-    ref32 = A32 @ B32
-    for b_name, b32 in (("B[K][N]", B32), ("B K-major", B32.T.contiguous().T)):
-        for BM, BN, BK, warps, stages in ((128, 128, 32, 8, 3), (128, 256, 32, 8, 3),
-                                          (128, 128, 64, 4, 3)):
+    def config_rows(label, a, b, configs):
+        """A row per (BM, BN, BK, warps, stages): both sides' TFLOP/s for C = a @ b
+        (f16 out), and tilec's error against an f32 product of the same inputs."""
+        ref = a.float() @ b.float()
+        for BM, BN, BK, warps, stages in configs:
             grid = (triton.cdiv(size, BM) * triton.cdiv(size, BN),)
-            launch = lambda m: m.matmul_kernel[grid](A32, b32, C, size, size, size, size, 1, b32.stride(0), b32.stride(1), size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
+            launch = lambda m: m.matmul_kernel[grid](a, b, C, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1), size, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps, num_stages=stages)  # noqa: E731
             res = {}
             for who, m in (("tilec", tk), ("triton", rk)):
                 res[who] = safe(lambda: 2 * size ** 3 / bench(lambda: launch(m), reps=10) / 1e9)
             C.zero_()
             safe(lambda: launch(tk))
-            err = ((C.float() - ref32).norm() / ref32.norm()).item()
-            row(f"  tf32 {b_name} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
+            err = ((C.float() - ref).norm() / ref.norm()).item()
+            row(f"  {label} {BM}x{BN}x{BK} w{warps} s{stages} ({err:.0e})", "TFLOP/s", res)
+
+    config_rows(f"mm {size}", A, B, ((128, 128, 32, 8, 3), (128, 128, 64, 8, 3), (128, 128, 64, 4, 4),
+                                     (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 4)))
+    # fp8 e5m2 inputs, B K-major (tutorial 03's fp8 case: b = b.T).
+    config_rows(f"fp8 {size}", A.to(torch.float8_e5m2), B.T.contiguous().to(torch.float8_e5m2).T,
+                ((128, 256, 128, 8, 3), (128, 128, 128, 8, 3), (128, 128, 128, 4, 4),
+                 (64, 128, 128, 4, 4)))
+    # fp32 inputs (tf32 dots, the default input_precision); B as a plain `a @ b`
+    # passes it ([K][N]) and K-major (b = b.T).
+    for b_name, b32 in (("B[K][N]", B.float()), ("B K-major", B.float().T.contiguous().T)):
+        config_rows(f"tf32 {b_name}", A.float(), b32,
+                    ((128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (128, 128, 64, 4, 3)))
 
     # Autotuning over those six configs, 4096^3 (kernels compiled above, so this is
     # the timing of each config): the first call's wall time, then the tuned kernel.
