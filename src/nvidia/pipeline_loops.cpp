@@ -318,9 +318,10 @@ private:
   bool copyable(const Copy &c, const LinearLayout &lay) const {
     int dim = c.transposed ? 0 : 1;
     // Loaded along the other dim (tf32's B, which wgmma reads K-major only,
-    // from an [K][N] tensor): each 4-byte element copied on its own, as Triton.
+    // from an [K][N] tensor): each 4-byte element copied on its own, as
+    // Triton does (pointer tensors; a block pointer's tile goes as before).
     bool across = vectorDim(lay) != dim;
-    if (across && c.bytes < 4)
+    if (across && (c.bytes < 4 || c.address.block()))
       return false;
     DType d = c.address.load->result()->type.dtype;
     int vec = across ? 1 : std::min(contiguousRegisters(lay, dim), 16 / c.bytes);
