@@ -12,6 +12,8 @@
 #   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
 #   run(command="bash scripts/gpu_check.sh ws")          # build + warp specialization on tutorials 06 and 09 vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches and ptxas times vs Triton (carry .conformance)
+# A change's effect on the GPU, against the build before it in the same call:
+# scripts/ab_builds.sh.
 set -uo pipefail
 OUT=${OUT:-/tmp/tilec-gpu-check}
 mkdir -p "$OUT"
