@@ -3,6 +3,7 @@
 # older source tree, each built with every core, then COMMAND run ROUNDS times
 # (default 2) with each in turn, its output lines prefixed "new" / "old".
 # Timings from separate calls may land on other cards or clocks; these do not.
+# PYTHON picks the interpreter that builds (one with nanobind and scikit-build-core).
 #
 #   here:   rm -rf .old && mkdir .old && git archive REV | tar -x -C .old
 #   device: run(command="bash scripts/ab_builds.sh .old python3 benchmarks/gpu.py --quick",
@@ -18,7 +19,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 build() { # source tree, target folder
   rm -rf "$2"  # pip --target leaves an existing package in place
-  (cd "$1" && CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install --no-build-isolation \
+  (cd "$1" && CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) ${PYTHON:-python3} -m pip install --no-build-isolation \
      --no-deps --target "$2" . > "$OUT/build-$(basename "$2").log" 2>&1) ||
     { echo "build of $1 failed:"; tail -30 "$OUT/build-$(basename "$2").log"; exit 1; }
 }
