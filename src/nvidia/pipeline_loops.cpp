@@ -254,6 +254,9 @@ private:
     SharedTile tile;
     bool transposed = false;
     int bytes = 0;
+    // Only dots' B as loaded (no trans): its elements may be copied one by one
+    // across the vectors they were loaded in (the case measured on the GPU).
+    bool onlyB = false;
   };
 
   void visit(Block &block) {
@@ -319,9 +322,9 @@ private:
     int dim = c.transposed ? 0 : 1;
     // Loaded along the other dim (tf32's B, which wgmma reads K-major only,
     // from an [K][N] tensor): each 4-byte element copied on its own, as
-    // Triton does (pointer tensors; a block pointer's tile goes as before).
+    // Triton does (B through pointer tensors; other tiles go as before).
     bool across = vectorDim(lay) != dim;
-    if (across && (c.bytes < 4 || c.address.block()))
+    if (across && (c.bytes < 4 || c.address.block() || !c.onlyB))
       return false;
     DType d = c.address.load->result()->type.dtype;
     int vec = across ? 1 : std::min(contiguousRegisters(lay, dim), 16 / c.bytes);
@@ -445,6 +448,8 @@ private:
       bool ok = true;
       int direct = 0;
       std::set<const Op *> transes;
+      c.onlyB = std::all_of(us.begin(), us.end(),
+                            [](const OperandUse &u) { return u.operand == 1 && !u.viaTrans; });
       for (const OperandUse &u : us) {
         SharedTile t;
         ok &= tileOfUse(u, t) == c.transposed && t.rows == c.tile.rows &&
