@@ -1588,3 +1588,34 @@ def test_warp_specialized_attention(rng, causal, D, BM, BN, N, warps):
                                           CAUSAL=causal, num_warps=warps, num_stages=3)
     ref = attention_reference(q, k, v, sm_scale, causal)
     np.testing.assert_allclose(out.astype(np.float32), ref, atol=1e-2, rtol=1e-2)
+
+
+@tilec.jit
+def two_loops_kernel(x_ptr, out_ptr, first_ptr, n, BLOCK: tl.constexpr, KEEP_FIRST: tl.constexpr):
+    """A causal kernel's shape: a second loop goes on with the first one's sums."""
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(0, n):
+        acc += tl.load(x_ptr + i * BLOCK + r)
+    first = acc
+    for i in range(n, 2 * n):
+        acc = acc * 0.5 + tl.load(x_ptr + i * BLOCK + r)
+    tl.store(out_ptr + r, acc)
+    if KEEP_FIRST:  # the first loop's result is read again after the second
+        tl.store(first_ptr + r, first)
+
+
+@pytest.mark.parametrize("keep_first", [False, True])
+def test_a_loop_goes_on_with_an_earlier_loops_result(rng, keep_first):
+    """On the GPU the second loop carries the first's sums in their own
+    registers where nothing else reads them; read later, they are copied."""
+    n, block = 5, 64
+    x = nonzero(rng, (2 * n, block))
+    out, first = np.zeros(block, np.float32), np.zeros(block, np.float32)
+    two_loops_kernel[(1,)](x, out, first, n, BLOCK=block, KEEP_FIRST=keep_first)
+    acc = x[:n].sum(0, dtype=np.float64)
+    expected_first = acc.copy()
+    for i in range(n, 2 * n):
+        acc = acc * 0.5 + x[i]
+    np.testing.assert_allclose(out, acc, rtol=1e-5)
+    np.testing.assert_allclose(first, expected_first if keep_first else 0, rtol=1e-5)
