@@ -183,6 +183,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   bool fromZero = false; // D = A*B, in fresh registers the first k step does not read
   // fp8 products summed in spans of k, each added in f32 (max_num_imprecise_acc).
   const int64_t span = impreciseSumSpan(op);
+  // f32 accumulators, one register per element, or f16 ones packed two to a register.
+  bool half = halfAccumulator(op);
   if (async) { // (a reset accumulator: the registers the loop carries)
     acc = val(async->reset ? op.operand(2)->def->operand(2) : op.operand(2)).regs;
   } else if (deferred) {
@@ -194,8 +196,8 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   } else if (accumulatesInPlace(op, accLayout)) {
     acc = val(op.operand(2)).regs;
   } else if ((fromZero = !span && isZeroConstant(throughConversions(op.operand(2))))) {
-    for (int64_t r = 0; r < accLayout->numRegs() / (halfAccumulator(op) ? 2 : 1); ++r)
-      acc.push_back(b.reg(halfAccumulator(op) ? RegClass::B32 : RegClass::F32));
+    for (int64_t r = 0; r < accLayout->numRegs() / (half ? 2 : 1); ++r)
+      acc.push_back(b.reg(half ? RegClass::B32 : RegClass::F32));
   } else {
     acc = accumulatorRegisters(op, accLayout, false);
   }
@@ -249,11 +251,9 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::string accumulateFirst = accumulate;
   if (async && async->reset)
     accumulateFirst = opReg("not.pred", RegClass::Pred, {val(async->reset).regs[0]});
-  else if (fromZero)
+  else if (fromZero || span) // (each span's first, for a span)
     accumulateFirst = opReg("setp.ne.u32", RegClass::Pred, {"0", "0"});
 
-  // f32 accumulators, one register per element, or f16 ones packed two to a register.
-  bool half = halfAccumulator(op);
   std::string instr = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.instrN) + "k" +
                       std::to_string(t.instrK) + (half ? ".f16." : ".f32.") +
                       wgmmaType(at.dtype) + "." + wgmmaType(bt.dtype);
@@ -263,7 +263,6 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
   std::vector<std::string> sum;
   for (size_t r = 0; span && r < acc.size(); ++r)
     sum.push_back(b.reg(RegClass::F32));
-  std::string fresh = span ? opReg("setp.ne.u32", RegClass::Pred, {"0", "0"}) : "";
   auto addSum = [&] {
     b.emit("wgmma.commit_group.sync.aligned");
     b.emit("wgmma.wait_group.sync.aligned 0");
@@ -296,8 +295,7 @@ void Lowering::lowerWgmma(const Op &op, const LinearLayout *accLayout) {
         std::string imms = ", 1, 1";
         if (bytes == 2)
           imms += (aRegs.empty() ? ", 0, " : ", ") + std::string(tiles.bKRows ? "1" : "0");
-        std::string scale = span ? (kk % span == 0 ? fresh : accumulate)
-                                 : (kk == 0 ? accumulateFirst : accumulate);
+        std::string scale = (span ? kk % span : kk) == 0 ? accumulateFirst : accumulate;
         b.emit(instr + " " + regList(d) + ", " + a + ", " + bd + ", " + scale + imms);
       }
   }
