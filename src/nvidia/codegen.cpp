@@ -198,7 +198,7 @@ void Lowering::lowerBlock(const Block &block) {
     const Attr *mark = op->attr("barrier_before");
     opBarrier_ = OpBarrier{mark ? (int)op->intAttr("barrier_before") : -1,
                            mark && !holdsControl(*op), false, op.get()};
-    if (!skipped.count(op.get())) {
+    if (!skipped.count(op.get()) && !readLater.count(op.get())) {
       lowerOp(*op);
       keepEncodings(*op);
       endScratch();
@@ -528,6 +528,7 @@ PtxKernel Lowering::run() {
         stagingBytes += r.bytes;
     }
   });
+  deferUntilRead(body);
   lowerBlock(body);
   if (!body.terminator() || body.terminator()->kind != OpKind::Return)
     emitReturn();

@@ -418,12 +418,17 @@ void Lowering::lowerElementwise(const Op &op) {
 }
 
 TVal Lowering::computeElementwise(const Op &op, const std::vector<TVal> &xs,
-                                  const LinearLayout *layout) {
+                                  const LinearLayout *layout, const std::vector<char> *needed) {
   const Type &rt = op.result()->type;
   DType d = op.operand(0)->type.dtype;
   int n = layout ? layout->numRegs() : 1;
   TVal out{layout, {}};
+  out.regs.reserve(n);
   for (int r = 0; r < n; ++r) {
+    if (needed && !(*needed)[r]) {
+      out.regs.emplace_back();
+      continue;
+    }
     auto x = [&](int k) { return xs[k].regs[r]; };
     std::string res;
     switch (op.kind) {

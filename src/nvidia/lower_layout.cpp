@@ -561,7 +561,50 @@ bool Lowering::rematerializable(const Value *v, int depth) {
   return ok;
 }
 
-TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
+// Whether `user` materializes its operand `v` where it reads it
+// (accessOperands): a plain load in the coalescing pass's layout, or a store's
+// addresses or mask. A store computes its addresses in its value's layout,
+// where its mask, if any, must be recomputable too.
+bool Lowering::materializedByAccess(const Op &user, const Value *v) {
+  if (user.kind == OpKind::Load)
+    return layoutEncoding(user.result()->type) && !user.attr("pipeline_copy") &&
+           !user.attr("resident_copy");
+  if (user.kind != OpKind::Store || user.operand(1) == v)
+    return false;
+  return user.operand(0) != v || user.operands.size() < 3 || rematerializable(user.operand(2));
+}
+
+void Lowering::deferUntilRead(const Block &body) {
+  std::unordered_map<const Value *, std::vector<const Op *>> users;
+  walk(const_cast<Block &>(body), [&](Op *op) {
+    for (const Value *v : op->operands)
+      users[v].push_back(op);
+  });
+  std::function<void(const Block &)> visit = [&](const Block &block) {
+    for (size_t i = block.ops.size(); i-- > 0;) { // users first
+      const Op &op = *block.ops[i];
+      for (const auto &region : op.regions)
+        visit(*region);
+      // Constants and splats are one register: nothing to save.
+      if (op.results.size() != 1 || !op.regions.empty() || !op.result()->type.isTensor() ||
+          op.kind == OpKind::Constant || op.kind == OpKind::Splat ||
+          !rematerializable(op.result()))
+        continue;
+      auto it = users.find(op.result());
+      if (it == users.end())
+        continue;
+      bool later = true; // (a use in a nested region would recompute it at every iteration)
+      for (const Op *u : it->second)
+        later &= u->parent == &block && (readLater.count(u) || materializedByAccess(*u, op.result()));
+      if (later)
+        readLater.insert(&op);
+    }
+  };
+  visit(body);
+}
+
+TVal Lowering::materialize(const Value *v, const LinearLayout *to,
+                           const std::vector<char> *needed) {
   DType d = v->type.dtype;
   // An unbound value (being computed for another iteration: valueAt) is computed here.
   if (values_.count(v) || !rematerializable(v)) {
@@ -570,9 +613,22 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
         !registerOnlyConversion(*cur.layout, *to).empty() || !rematerializable(v))
       return convert(cur, d, to);
   }
+  // What was computed here before (in this region) is reused; only the
+  // registers still missing are computed.
   auto key = std::make_pair(v, to);
-  if (auto it = materialized_.find(key); it != materialized_.end())
-    return it->second;
+  TVal *known = nullptr;
+  std::vector<char> missing;
+  if (auto it = materialized_.find(key); it != materialized_.end()) {
+    known = &it->second;
+    bool any = false;
+    for (int r = 0; r < to->numRegs(); ++r) {
+      missing.push_back((!needed || (*needed)[r]) && known->regs[r].empty());
+      any |= missing.back();
+    }
+    if (!any)
+      return *known;
+    needed = &missing;
+  }
   const Op &def = *v->def;
   TVal out;
   switch (def.kind) {
@@ -580,6 +636,10 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
     int64_t start = def.intAttr("start");
     out.layout = to;
     for (int r = 0; r < to->numRegs(); ++r) {
+      if (needed && !(*needed)[r]) {
+        out.regs.emplace_back();
+        continue;
+      }
       std::string c = elementCoord(to, 0, r);
       out.regs.push_back(start ? opReg("add.s32", RegClass::B32, {c, imm(start)}) : c);
     }
@@ -595,26 +655,33 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to) {
   }
   case OpKind::ExpandDims: {
     int axis = (int)def.intAttr("axis");
-    TVal s = materialize(def.operand(0), intern(sliceLayout(*to, axis)));
+    TVal s = materialize(def.operand(0), intern(sliceLayout(*to, axis)), needed);
     out = TVal{to, s.regs};
     break;
   }
   case OpKind::Reshape: { // the same registers, each element at its place in the new shape
-    TVal s = materialize(def.operand(0), intern(reshapeLayout(*to, def.operand(0)->type.shape)));
+    TVal s = materialize(def.operand(0), intern(reshapeLayout(*to, def.operand(0)->type.shape)),
+                         needed);
     out = TVal{to, s.regs};
     break;
   }
   default: {
-    std::vector<TVal> xs;
-    for (const Value *o : def.operands)
-      xs.push_back(materialize(o, to));
     bool isCast = def.kind == OpKind::Cast || def.kind == OpKind::Bitcast ||
                   def.kind == OpKind::IntToPtr || def.kind == OpKind::PtrToInt;
-    out = isCast ? computeCast(def, xs[0]) : computeElementwise(def, xs, to);
+    if (isCast) // (f32 to f16 rounds registers in pairs)
+      needed = nullptr;
+    std::vector<TVal> xs;
+    for (const Value *o : def.operands)
+      xs.push_back(materialize(o, to, needed));
+    out = isCast ? computeCast(def, xs[0]) : computeElementwise(def, xs, to, needed);
   }
   }
-  materialized_[key] = out;
-  return out;
+  if (!known)
+    return materialized_[key] = out;
+  for (int r = 0; r < to->numRegs(); ++r)
+    if (!out.regs[r].empty() && known->regs[r].empty())
+      known->regs[r] = out.regs[r];
+  return *known;
 }
 
 void Lowering::lowerShape(const Op &op) {

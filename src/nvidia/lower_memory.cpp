@@ -102,22 +102,34 @@ int vectorWidth(const AxisInfoMap &axisInfo, const Value *ptrValue, const Linear
 // register 0's address plus a constant: one live address instead of one per
 // vector. A register qualifies when it differs from register 0 only along
 // that dim, by bits no lane or warp sets there, within the run axis info proves.
-static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DType d, int vec) {
-  if (!ptr.isTensor() || ptr.uniform || ptr.regs.size() < 2)
-    return;
-  const LinearLayout &l = *ptr.layout;
+// By register of `l`: 1 where an access of `vec` elements reads its address
+// as computed (a vector's first), 2 where it is register 0's plus a constant
+// (addressesFromFirst), 0 where nothing reads it.
+static std::vector<char> addressesRead(const AxisInfoMap &info, const Value *ptrValue,
+                                       const LinearLayout &l, int vec) {
+  std::vector<char> read(l.numRegs(), 0);
   int dim = vectorDim(l);
   int64_t threadBits = l.threadBits(dim);
-  int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(L.axisInfo, ptrValue).contiguity[dim]));
-  for (int r = vec; r < l.numRegs(); r += vec) {
+  int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(info, ptrValue).contiguity[dim]));
+  for (int r = 0; r < l.numRegs(); r += vec) {
     Coords c = l.regCoords(r);
     bool along = c[dim] > 0 && c[dim] < run && !(c[dim] & threadBits);
     for (int k = 0; k < l.rank(); ++k)
       along &= k == dim || c[k] == 0;
-    if (along)
-      ptr.regs[r] =
-          L.opReg("add.s64", RegClass::B64, {ptr.regs[0], imm(c[dim] * dtypeBytes(d))});
+    read[r] = along ? 2 : 1;
   }
+  return read;
+}
+
+static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DType d, int vec) {
+  if (!ptr.isTensor() || ptr.uniform || ptr.regs.size() < 2)
+    return;
+  const LinearLayout &l = *ptr.layout;
+  std::vector<char> read = addressesRead(L.axisInfo, ptrValue, l, vec);
+  for (int r = vec; r < l.numRegs(); r += vec)
+    if (read[r] == 2)
+      ptr.regs[r] = L.opReg("add.s64", RegClass::B64,
+                            {ptr.regs[0], imm(l.regCoords(r)[vectorDim(l)] * dtypeBytes(d))});
 }
 
 std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w) {
@@ -273,15 +285,36 @@ void Lowering::storeElements(const TVal &ptr, DType d, const TVal &value, const 
   }
 }
 
+// The addresses and mask of an access in layout `l` of `vec` elements of
+// `d` each, from values lowerBlock has not computed (deferUntilRead):
+// materialized only in the registers the access reads.
+void Lowering::accessOperands(const Value *ptrValue, const Value *maskValue,
+                              const LinearLayout *l, DType d, TVal &ptr, TVal &mask) {
+  int vec = vectorWidth(axisInfo, ptrValue, l, d, maskValue);
+  std::vector<char> addresses = addressesRead(axisInfo, ptrValue, *l, vec), firsts;
+  for (char &a : addresses) {
+    firsts.push_back(a != 0);
+    a = a == 1;
+  }
+  addresses[0] = 1; // the others' base
+  ptr = materialize(ptrValue, l, &addresses);
+  if (maskValue)
+    mask = materialize(maskValue, l, &firsts);
+}
+
 void Lowering::lowerLoad(const Op &op) {
   // A layout the coalescing pass chose; else the addresses'.
   const LayoutEncoding *e = layoutEncoding(op.result()->type);
-  TVal ptr = e ? materialize(op.operand(0), intern(e->layout)) : val(op.operand(0));
   DType d = op.result()->type.dtype;
   const Value *maskValue = op.operands.size() > 1 ? op.operand(1) : nullptr;
-  TVal mask, other;
-  if (maskValue)
-    mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
+  TVal ptr, mask, other;
+  if (e) {
+    accessOperands(op.operand(0), maskValue, intern(e->layout), d, ptr, mask);
+  } else {
+    ptr = val(op.operand(0));
+    if (maskValue)
+      mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
+  }
   // A zero `other` is what the masked-off registers start as: no select.
   bool hasOther = op.operands.size() > 2 && (!isZeroConstant(op.operand(2)) ||
                                              std::signbit(op.operand(2)->def->floatAttr("value")));
@@ -295,19 +328,25 @@ void Lowering::lowerLoad(const Op &op) {
 }
 
 void Lowering::lowerStore(const Op &op) {
-  TVal ptr = val(op.operand(0));
   DType d = op.operand(1)->type.dtype;
   const Value *maskValue = op.operands.size() > 2 ? op.operand(2) : nullptr;
-  // Stores happen in the value's layout when the addresses can be recomputed
-  // there (a dot's result goes out without a trip through shared memory).
   const TVal &v = val(op.operand(1));
-  if (ptr.isTensor() && v.isTensor() && !v.uniform && v.layout != ptr.layout &&
-      rematerializable(op.operand(0)) && (!maskValue || rematerializable(maskValue)))
-    ptr = materialize(op.operand(0), v.layout);
-  TVal value = ptr.isTensor() ? materialize(op.operand(1), ptr.layout) : val(op.operand(1));
-  TVal mask;
-  if (maskValue)
-    mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
+  TVal ptr, mask;
+  if (readLater.count(op.operand(0)->def)) {
+    // In the value's layout (a splat's: the addresses' own).
+    accessOperands(op.operand(0), maskValue,
+                   v.isTensor() && !v.uniform ? v.layout : layoutFor(op.operand(0)), d, ptr, mask);
+  } else {
+    ptr = val(op.operand(0));
+    // Stores happen in the value's layout when the addresses can be recomputed
+    // there (a dot's result goes out without a trip through shared memory).
+    if (ptr.isTensor() && v.isTensor() && !v.uniform && v.layout != ptr.layout &&
+        rematerializable(op.operand(0)) && (!maskValue || rematerializable(maskValue)))
+      ptr = materialize(op.operand(0), v.layout);
+    if (maskValue)
+      mask = ptr.isTensor() ? materialize(maskValue, ptr.layout) : val(maskValue);
+  }
+  TVal value = ptr.isTensor() ? materialize(op.operand(1), ptr.layout) : v;
   int vec = vectorWidth(axisInfo, op.operand(0), ptr.layout, d, maskValue);
   addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   storeElements(ptr, d, value, maskValue ? &mask : nullptr, vec);

@@ -422,20 +422,31 @@ public:
   void lowerOp(const Op &op);
   void lowerElementwise(const Op &op);
   void lowerCast(const Op &op);
+  // `needed` (optional): the registers to compute; the others are left empty.
   TVal computeElementwise(const Op &op, const std::vector<TVal> &operands,
-                          const LinearLayout *layout);
+                          const LinearLayout *layout, const std::vector<char> *needed = nullptr);
   TVal computeCast(const Op &op, const TVal &x);
   // Rematerialization (lower_layout.cpp): a value computed only from ranges,
   // splats, broadcasts and elementwise math is recomputed in the layout a
   // consumer wants instead of being moved through shared memory.
   bool rematerializable(const Value *v, int depth = 0);
-  TVal materialize(const Value *v, const LinearLayout *to);
+  // `needed` (optional): only those registers are read (a vector's first
+  // address); a value computed here for them leaves the others empty.
+  TVal materialize(const Value *v, const LinearLayout *to,
+                   const std::vector<char> *needed = nullptr);
+  // Ops computed only where a load reads them (deferUntilRead): lowerBlock
+  // passes over them, and each load materializes what it reads.
+  std::unordered_set<const Op *> readLater;
+  void deferUntilRead(const Block &block);
+  bool materializedByAccess(const Op &user, const Value *v);
   // Forgets recomputed values at region boundaries (their registers are
   // defined only inside the region).
   void enterRegion() { materialized_.clear(); }
   void lowerShape(const Op &op);
   void lowerLoad(const Op &op);
   void lowerStore(const Op &op);
+  void accessOperands(const Value *ptrValue, const Value *maskValue, const LinearLayout *l,
+                      DType d, TVal &ptr, TVal &mask);
   void lowerAtomic(const Op &op);
   void lowerInlineAsm(const Op &op);
   // Reductions (lower_reduce.cpp): k values per element, combined together.
