@@ -50,17 +50,24 @@ std::string Lowering::threadCoord(const LinearLayout *l, int dim) {
   };
   if (!splits(l->lanes) && !splits(l->warps)) // every thread's part is 0
     return threadCoords_[key] = knownConstant(RegClass::B32, 0);
-  std::string acc = b.reg(RegClass::B32);
-  b.emitPrologue("mov.u32 " + acc + ", 0");
+  // Each step writes a register of its own: a coordinate nothing reads is
+  // then dropped whole with the dead instructions.
+  std::string acc;
   auto add = [&](const std::vector<Coords> &bases, const std::string &index) {
     for (size_t bit = 0; bit < bases.size(); ++bit) {
       int64_t v = bases[bit][dim];
       if (!v)
         continue;
-      std::string t = b.reg(RegClass::B32);
+      std::string t = b.reg(RegClass::B32), term = b.reg(RegClass::B32);
       b.emitPrologue("bfe.u32 " + t + ", " + index + ", " + imm(bit) + ", 1");
-      b.emitPrologue("mul.lo.u32 " + t + ", " + t + ", " + imm(v));
-      b.emitPrologue("xor.b32 " + acc + ", " + acc + ", " + t);
+      b.emitPrologue("mul.lo.u32 " + term + ", " + t + ", " + imm(v));
+      if (acc.empty()) {
+        acc = term;
+        continue;
+      }
+      std::string sum = b.reg(RegClass::B32);
+      b.emitPrologue("xor.b32 " + sum + ", " + acc + ", " + term);
+      acc = sum;
     }
   };
   add(l->lanes, lane);
