@@ -1461,6 +1461,39 @@ def test_hints_let_loads_be_vectors():
     assert "ld.global.v4.b32" in k.asm["ptx"] or "ld.global.v4.f32" in k.asm["ptx"]
 
 
+@tilec.jit
+def late_load_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs  # read only after the loop
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(n):
+        acc += i
+    tl.store(y_ptr + offs, acc + tl.load(ptrs))
+
+
+@needs_ptxas
+def test_addresses_are_computed_where_an_access_reads_them():
+    """Address arithmetic that only loads and stores read is computed at each
+    access, for its vectors' first elements only: the load's addresses are
+    not held across the loop, and each vector of 4 has one address."""
+    k = tilec.compile(late_load_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                      constexprs={"BLOCK": 1024}, target="sm_90a", num_warps=4)
+    ptx = k.asm["ptx"]
+    loop_end = ptx.index("$L_for_end")
+    assert "mad.wide" not in ptx[:loop_end] and "add.s64" not in ptx[:loop_end]
+    assert ptx.count("ld.global.v4") == ptx.count("st.global.v4") == 2
+    assert ptx.count("mad.wide") + ptx.count("add.s64") == 4  # one address per vector
+
+
+@needs_gpu
+def test_addresses_computed_at_the_access_read_the_right_elements():
+    import torch
+    x = torch.randn(1024, device="cuda")
+    y = torch.empty_like(x)
+    late_load_kernel[(1,)](x, y, 5, BLOCK=1024)
+    torch.testing.assert_close(y, x + 10)
+
+
 @needs_ptxas
 def test_16_bit_accumulators_go_to_shared_memory_by_whole_matrices():
     """A matmul's f16 epilogue stores its accumulator with stmatrix (16
