@@ -9,6 +9,7 @@
 #include "passes/passes.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -129,8 +130,7 @@ Uses usesIn(Block &body) {
 
 // The ops of `body` that carried value `i` flows through, when it flows only
 // through pure ops of the body's top level into yield operand `i`; else false.
-bool carriedOnlyToItself(Block &body, size_t i, std::unordered_set<Op *> &through) {
-  Uses uses = usesIn(body);
+bool carriedOnlyToItself(Block &body, Uses &uses, size_t i, std::unordered_set<Op *> &through) {
   Op *yield = body.terminator();
   std::vector<const Value *> work = {body.args[i + 1].get()};
   while (!work.empty()) {
@@ -158,10 +158,16 @@ void eraseOps(Block &body, const std::unordered_set<Op *> &ops) {
 bool dropUnusedCarried(Op &op, UseCounts &counts) {
   Block &body = *op.regions[0];
   bool changed = false;
+  std::optional<Uses> uses; // the body's, until an erase changes them
   for (size_t i = op.results.size(); i-- > 0;) {
     std::unordered_set<Op *> through;
-    if (counts[op.result(i)] != 0 || !carriedOnlyToItself(body, i, through))
+    if (counts[op.result(i)] != 0)
       continue;
+    if (!uses)
+      uses = usesIn(body);
+    if (!carriedOnlyToItself(body, *uses, i, through))
+      continue;
+    uses.reset();
     eraseOps(body, through);
     eraseAt(body.terminator()->operands, i);
     eraseAt(body.args, i + 1);
