@@ -459,12 +459,23 @@ std::vector<std::string> Lowering::loadMatrices(const std::string &base, const S
   return out;
 }
 
+const std::vector<int> &Lowering::registerMap(const LinearLayout *from, const LinearLayout *to) {
+  if (!interned_.count(from) || !interned_.count(to)) { // (an address may be reused)
+    scratchMap_ = registerOnlyConversion(*from, *to);
+    return scratchMap_;
+  }
+  auto key = std::make_pair(from, to);
+  if (auto it = registerMaps_.find(key); it != registerMaps_.end())
+    return it->second;
+  return registerMaps_[key] = registerOnlyConversion(*from, *to);
+}
+
 TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   if (!v.isTensor() || v.uniform)
     return TVal{to, std::vector<std::string>(to->numRegs(), v.regs[0]), true};
   if (v.layout == to || *v.layout == *to)
     return TVal{to, v.regs};
-  std::vector<int> map = registerOnlyConversion(*v.layout, *to);
+  const std::vector<int> &map = registerMap(v.layout, to);
   if (!map.empty()) {
     TVal out{to, {}};
     for (int r : map)
@@ -582,29 +593,26 @@ bool Lowering::materializedByAccess(const Op &user, const Value *v) {
 }
 
 void Lowering::deferUntilRead(const Block &body) {
-  std::unordered_map<const Value *, std::vector<const Op *>> users;
-  walk(const_cast<Block &>(body), [&](Op *op) {
-    for (const Value *v : op->operands)
-      users[v].push_back(op);
-  });
+  // Per value, its uses by an access that materializes it or by an op read
+  // later itself, in its own block; all of its uses when it qualifies.
+  std::unordered_map<const Value *, int> laterUses;
   std::function<void(const Block &)> visit = [&](const Block &block) {
     for (size_t i = block.ops.size(); i-- > 0;) { // users first
       const Op &op = *block.ops[i];
       for (const auto &region : op.regions)
         visit(*region);
-      // Constants and splats are one register: nothing to save.
-      if (op.results.size() != 1 || !op.regions.empty() || !op.result()->type.isTensor() ||
-          op.kind == OpKind::Constant || op.kind == OpKind::Splat ||
-          !rematerializable(op.result()))
-        continue;
-      auto it = users.find(op.result());
-      if (it == users.end())
-        continue;
-      bool later = true; // (a use in a nested region would recompute it at every iteration)
-      for (const Op *u : it->second)
-        later &= u->parent == &block && (readLater.count(u) || materializedByAccess(*u, op.result()));
+      // Constants and splats are one register: nothing to save. (A use in a
+      // nested region would recompute it at every iteration.)
+      bool later = op.results.size() == 1 && op.regions.empty() &&
+                   op.result()->type.isTensor() && op.kind != OpKind::Constant &&
+                   op.kind != OpKind::Splat && useCount(uses(), op.result()) > 0 &&
+                   laterUses[op.result()] == useCount(uses(), op.result()) &&
+                   rematerializable(op.result());
       if (later)
         readLater.insert(&op);
+      for (const Value *v : op.operands)
+        if (v->def && v->def->parent == &block && (later || materializedByAccess(op, v)))
+          ++laterUses[v];
     }
   };
   visit(body);
@@ -617,7 +625,7 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to,
   if (values_.count(v) || !rematerializable(v)) {
     const TVal &cur = val(v);
     if (!cur.isTensor() || cur.uniform || *cur.layout == *to ||
-        !registerOnlyConversion(*cur.layout, *to).empty() || !rematerializable(v))
+        !registerMap(cur.layout, to).empty() || !rematerializable(v))
       return convert(cur, d, to);
   }
   // What was computed here before (in this region) is reused; only the

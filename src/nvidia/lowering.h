@@ -432,6 +432,8 @@ public:
   bool rematerializable(const Value *v, int depth = 0);
   // `needed` (optional): only those registers are read (a vector's first
   // address); a value computed here for them leaves the others empty.
+  // registerOnlyConversion of two layouts, remembered for interned ones.
+  const std::vector<int> &registerMap(const LinearLayout *from, const LinearLayout *to);
   TVal materialize(const Value *v, const LinearLayout *to,
                    const std::vector<char> *needed = nullptr);
   // Ops computed only where a load reads them (deferUntilRead): lowerBlock
@@ -630,7 +632,9 @@ private:
   std::unordered_set<const LinearLayout *> interned_; // the addresses intern gave out
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
-  std::map<const Value *, bool> rematerializable_;
+  std::unordered_map<const Value *, bool> rematerializable_;
+  std::map<std::pair<const LinearLayout *, const LinearLayout *>, std::vector<int>> registerMaps_;
+  std::vector<int> scratchMap_; // registerMap's answer for layouts not interned
   // Shared memory: the scratch's offset for the op being lowered
   // (scratch_offset), registers holding addresses in the buffer by offset,
   // and the bytes in use at the most.
