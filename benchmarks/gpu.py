@@ -195,10 +195,11 @@ def main():
 
     config_rows(f"mm {size}", A, B, ((128, 128, 32, 8, 3), (128, 128, 64, 8, 3), (128, 128, 64, 4, 4),
                                      (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 128, 64, 4, 4)))
-    # fp8 e5m2 inputs, B K-major (tutorial 03's fp8 case: b = b.T).
-    config_rows(f"fp8 {size}", A.to(torch.float8_e5m2), B.T.contiguous().to(torch.float8_e5m2).T,
-                ((128, 256, 128, 8, 3), (128, 128, 128, 8, 3), (128, 128, 128, 4, 4),
-                 (64, 128, 128, 4, 4)))
+    # fp8 inputs, B K-major (tutorial 03's fp8 case, e5m2: b = b.T), and e4m3.
+    for name, fp8 in (("fp8", torch.float8_e5m2), ("fp8e4m3", torch.float8_e4m3fn)):
+        config_rows(f"{name} {size}", A.to(fp8), B.T.contiguous().to(fp8).T,
+                    ((128, 256, 128, 8, 3), (128, 128, 128, 8, 3), (128, 128, 128, 4, 4),
+                     (64, 128, 128, 4, 4)))
     # fp32 inputs (tf32 dots, the default input_precision); B as a plain `a @ b`
     # passes it ([K][N]) and K-major (b = b.T).
     for b_name, b32 in (("B[K][N]", B.float()), ("B K-major", B.float().T.contiguous().T)):
