@@ -1485,6 +1485,57 @@ def test_addresses_are_computed_where_an_access_reads_them():
     assert ptx.count("mad.wide") + ptx.count("add.s64") == 4  # one address per vector
 
 
+@tilec.jit
+def access_shapes_kernel(x_ptr, y_ptr, z_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
+    """Addresses and masks that only accesses read, in the shapes kernels use:
+    row pointers plus column offsets read by a load and a store, a masked load
+    with `other`, a splat stored through them, and a row copied through a
+    pointer computed from another."""
+    r = tl.arange(0, BM)
+    c = tl.arange(0, BN)
+    rows = x_ptr + r[:, None] * BN
+    ptrs = rows + c[None, :]
+    mask = (r[:, None] < n) & (c[None, :] < BN - 8)
+    x = tl.load(ptrs, mask=mask, other=-1.0)
+    tl.store(y_ptr + r[:, None] * BN + c[None, :], x * 2, mask=mask)
+    tl.store(z_ptr + r[:, None] * BN + c[None, :], 7.0, mask=r[:, None] < n)
+    last = x_ptr + (BM - 1) * BN + tl.arange(0, BN)  # the last row, from the first
+    tl.store(last, tl.load(last - (BM - 1) * BN) + 1)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target,warps", [("sm_80", 4), ("sm_90a", 1), ("sm_90a", 4), ("sm_90a", 8)])
+def test_addresses_read_only_by_accesses_assemble(target, warps):
+    """Each vector's address is computed, and no empty register is read
+    (ptxas would reject the PTX)."""
+    k = tilec.compile(access_shapes_kernel,
+                      signature={"x_ptr": "*fp16", "y_ptr": "*fp16", "z_ptr": "*fp16", "n": "i32"},
+                      constexprs={"BM": 32, "BN": 64}, target=target, num_warps=warps)
+    ptx = k.asm["ptx"]
+    assert "ld.global.v4" in ptx and "st.global.v4" in ptx
+    assert ", ]" not in ptx and "[]" not in ptx and ", ;" not in ptx
+
+
+@needs_gpu
+def test_addresses_read_only_by_accesses_read_the_right_elements():
+    import torch
+    BM, BN, n = 32, 64, 20
+    x = torch.randn(BM * BN, device="cuda", dtype=torch.float16)
+    y = torch.zeros_like(x)
+    z = torch.zeros_like(x)
+    expect_x = x.clone()
+    access_shapes_kernel[(1,)](x, y, z, n, BM=BM, BN=BN, num_warps=4)
+    r = torch.arange(BM, device="cuda")[:, None]
+    c = torch.arange(BN, device="cuda")[None, :]
+    mask = (r < n) & (c < BN - 8)
+    x2 = expect_x.view(BM, BN)
+    torch.testing.assert_close(y.view(BM, BN), torch.where(mask, x2 * 2, torch.zeros_like(x2)))
+    torch.testing.assert_close(z.view(BM, BN), torch.where(r < n, torch.full_like(x2, 7.0),
+                                                           torch.zeros_like(x2)))
+    torch.testing.assert_close(x.view(BM, BN)[-1], expect_x[:BN] + 1)
+    torch.testing.assert_close(x.view(BM, BN)[:-1], x2[:-1])
+
+
 @needs_gpu
 def test_addresses_computed_at_the_access_read_the_right_elements():
     import torch
