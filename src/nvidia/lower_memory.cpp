@@ -97,11 +97,6 @@ int vectorWidth(const AxisInfoMap &axisInfo, const Value *ptrValue, const Linear
   return width;
 }
 
-// The addresses the vectors of `ptr` start at (registers 0, vec, 2 vec, ...)
-// that lie in register 0's contiguous run along the vector dim, rewritten as
-// register 0's address plus a constant: one live address instead of one per
-// vector. A register qualifies when it differs from register 0 only along
-// that dim, by bits no lane or warp sets there, within the run axis info proves.
 // By register of `l`: 1 where an access of `vec` elements reads its address
 // as computed (a vector's first), 2 where it is register 0's plus a constant
 // (addressesFromFirst), 0 where nothing reads it.
@@ -121,6 +116,11 @@ static std::vector<char> addressesRead(const AxisInfoMap &info, const Value *ptr
   return read;
 }
 
+// The addresses the vectors of `ptr` start at (registers 0, vec, 2 vec, ...)
+// that lie in register 0's contiguous run along the vector dim, rewritten as
+// register 0's address plus a constant: one live address instead of one per
+// vector. A register qualifies when it differs from register 0 only along
+// that dim, by bits no lane or warp sets there, within the run axis info proves.
 static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DType d, int vec) {
   if (!ptr.isTensor() || ptr.uniform || ptr.regs.size() < 2)
     return;
