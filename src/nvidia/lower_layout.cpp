@@ -605,9 +605,11 @@ void Lowering::deferUntilRead(const Block &body) {
       // nested region would recompute it at every iteration.)
       bool later = op.results.size() == 1 && op.regions.empty() &&
                    op.result()->type.isTensor() && op.kind != OpKind::Constant &&
-                   op.kind != OpKind::Splat && useCount(uses(), op.result()) > 0 &&
-                   laterUses[op.result()] == useCount(uses(), op.result()) &&
-                   rematerializable(op.result());
+                   op.kind != OpKind::Splat;
+      if (later) {
+        int n = useCount(uses(), op.result());
+        later = n > 0 && laterUses[op.result()] == n && rematerializable(op.result());
+      }
       if (later)
         readLater.insert(&op);
       for (const Value *v : op.operands)

@@ -430,14 +430,14 @@ public:
   // splats, broadcasts and elementwise math is recomputed in the layout a
   // consumer wants instead of being moved through shared memory.
   bool rematerializable(const Value *v, int depth = 0);
-  // `needed` (optional): only those registers are read (a vector's first
-  // address); a value computed here for them leaves the others empty.
   // registerOnlyConversion of two layouts, remembered for interned ones.
   const std::vector<int> &registerMap(const LinearLayout *from, const LinearLayout *to);
+  // `needed` (optional): only those registers are read (a vector's first
+  // address); a value computed here for them leaves the others empty.
   TVal materialize(const Value *v, const LinearLayout *to,
                    const std::vector<char> *needed = nullptr);
-  // Ops computed only where a load reads them (deferUntilRead): lowerBlock
-  // passes over them, and each load materializes what it reads.
+  // Ops computed only where a load or store reads them (deferUntilRead):
+  // lowerBlock passes over them, and each access materializes what it reads.
   std::unordered_set<const Op *> readLater;
   void deferUntilRead(const Block &block);
   bool materializedByAccess(const Op &user, const Value *v);
