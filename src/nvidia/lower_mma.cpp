@@ -303,7 +303,7 @@ std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const Line
   std::vector<std::string> acc;
   if (halfAccumulator(op)) { // pairs of adjacent columns (register bit 0) packed as f16x2
     for (size_t r = 0; r < cv.regs.size(); r += 2)
-      acc.push_back(opReg("mov.b32", RegClass::B32, {regList({cv.regs[r], cv.regs[r + 1]})}));
+      acc.push_back(joinHalves(*this, cv.regs[r], cv.regs[r + 1]));
     return acc;
   }
   DType accType = integer ? DType::I32 : DType::F32;
