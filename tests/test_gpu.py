@@ -18,6 +18,9 @@ from conftest import gpu_available
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU")
 needs_ptxas = pytest.mark.skipif(not tilec._C.find_ptxas(), reason="ptxas not found")
+# A test of numbers on the CPU backend, and on the GPU where there is one.
+ON_BOTH_BACKENDS = pytest.mark.parametrize(
+    "device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
 
 
 @tilec.jit
@@ -1516,17 +1519,17 @@ def test_addresses_read_only_by_accesses_assemble(target, warps):
     assert ", ]" not in ptx and "[]" not in ptx and ", ;" not in ptx
 
 
-@needs_gpu
-def test_addresses_read_only_by_accesses_read_the_right_elements():
+@ON_BOTH_BACKENDS
+def test_addresses_read_only_by_accesses_read_the_right_elements(device):
     import torch
     BM, BN, n = 32, 64, 20
-    x = torch.randn(BM * BN, device="cuda", dtype=torch.float16)
+    x = torch.randn(BM * BN, device=device, dtype=torch.float16)
     y = torch.zeros_like(x)
     z = torch.zeros_like(x)
     expect_x = x.clone()
     access_shapes_kernel[(1,)](x, y, z, n, BM=BM, BN=BN, num_warps=4)
-    r = torch.arange(BM, device="cuda")[:, None]
-    c = torch.arange(BN, device="cuda")[None, :]
+    r = torch.arange(BM, device=device)[:, None]
+    c = torch.arange(BN, device=device)[None, :]
     mask = (r < n) & (c < BN - 8)
     x2 = expect_x.view(BM, BN)
     torch.testing.assert_close(y.view(BM, BN), torch.where(mask, x2 * 2, torch.zeros_like(x2)))
@@ -1536,10 +1539,10 @@ def test_addresses_read_only_by_accesses_read_the_right_elements():
     torch.testing.assert_close(x.view(BM, BN)[:-1], x2[:-1])
 
 
-@needs_gpu
-def test_addresses_computed_at_the_access_read_the_right_elements():
+@ON_BOTH_BACKENDS
+def test_addresses_computed_at_the_access_read_the_right_elements(device):
     import torch
-    x = torch.randn(1024, device="cuda")
+    x = torch.randn(1024, device=device)
     y = torch.empty_like(x)
     late_load_kernel[(1,)](x, y, 5, BLOCK=1024)
     torch.testing.assert_close(y, x + 10)
