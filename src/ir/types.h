@@ -91,12 +91,16 @@ struct Type {
     return encoding == o.encoding || (encoding && o.encoding && encoding->equals(*o.encoding));
   }
   Type element() const { return withShape({}); }
+  // element() == o.element(), without building either.
+  bool sameElement(const Type &o) const {
+    return dtype == o.dtype &&
+           (!isPointer(dtype) || (pointee == o.pointee && blockShape == o.blockShape));
+  }
   // The same shape with another element dtype (not a pointer).
   Type withDType(DType d) const;
 
   bool operator==(const Type &o) const {
-    return dtype == o.dtype && shape == o.shape &&
-           (!isPointer(dtype) || (pointee == o.pointee && blockShape == o.blockShape));
+    return shape == o.shape && sameElement(o);
   }
   bool operator!=(const Type &o) const { return !(*this == o); }
 

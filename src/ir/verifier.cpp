@@ -176,13 +176,13 @@ void checkMakeRange(const Op &op) {
 
 void checkSplat(const Op &op) {
   const Type &in = op.operand(0)->type, &out = op.result()->type;
-  require(in.isScalar() && out.isTensor() && out.element() == in, op,
+  require(in.isScalar() && out.isTensor() && out.sameElement(in), op,
           "splat makes a tensor of the scalar operand's type");
 }
 
 void checkBroadcast(const Op &op) {
   const Type &in = op.operand(0)->type, &out = op.result()->type;
-  require(in.element() == out.element() && in.rank() == out.rank(), op,
+  require(in.sameElement(out) && in.rank() == out.rank(), op,
           "broadcast keeps the element type and the rank");
   for (int i = 0; i < in.rank(); ++i)
     require(in.shape[i] == out.shape[i] || in.shape[i] == 1, op,
@@ -199,7 +199,7 @@ void checkExpandDims(const Op &op) {
 
 void checkReshape(const Op &op) {
   const Type &in = op.operand(0)->type, &out = op.result()->type;
-  require(in.element() == out.element() && in.numel() == out.numel(), op,
+  require(in.sameElement(out) && in.numel() == out.numel(), op,
           "reshape keeps the element type and the number of elements");
 }
 

@@ -20,33 +20,29 @@ int64_t powerOf2Dividing(int64_t v) {
 int dims(const Type &t) { return std::max(1, t.rank()); }
 int64_t extent(const Type &t, int d) { return t.isTensor() ? t.shape[d] : 1; }
 
-AxisInfo pessimistic(const Type &t) {
-  int n = dims(t);
-  return AxisInfo{std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1),
-                  std::vector<int64_t>(n, 1)};
-}
+AxisInfo pessimistic(const Type &t) { return AxisInfo{std::vector<AxisInfo::Dim>(dims(t))}; }
 
 AxisInfo uniform(const Type &t, int64_t divisibility) {
   AxisInfo info = pessimistic(t);
   for (int d = 0; d < dims(t); ++d) {
-    info.divisibility[d] = divisibility;
-    info.constancy[d] = extent(t, d);
+    info.dims[d].divisibility = divisibility;
+    info.dims[d].constancy = extent(t, d);
   }
   return info;
 }
 
 AxisInfo meet(const AxisInfo &a, const AxisInfo &b) {
   AxisInfo out = a;
-  for (size_t d = 0; d < a.contiguity.size() && d < b.contiguity.size(); ++d) {
-    out.contiguity[d] = std::gcd(a.contiguity[d], b.contiguity[d]);
-    out.divisibility[d] = std::gcd(a.divisibility[d], b.divisibility[d]);
-    out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+  for (size_t d = 0; d < a.dims.size() && d < b.dims.size(); ++d) {
+    out.dims[d].contiguity = std::gcd(a.dims[d].contiguity, b.dims[d].contiguity);
+    out.dims[d].divisibility = std::gcd(a.dims[d].divisibility, b.dims[d].divisibility);
+    out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
   }
   return out;
 }
 
 bool isConstantAlong(const AxisInfo &a, const Type &t, int d) {
-  return a.constancy[d] == extent(t, d);
+  return a.dims[d].constancy == extent(t, d);
 }
 
 class Analysis {
@@ -67,7 +63,14 @@ private:
   const Function &fn_;
   AxisInfoMap map_;
 
-  AxisInfo get(const Value *v) { return axisInfoOf(map_, v); }
+  // By reference: an unknown value enters the map as pessimistic (the map's
+  // nodes stay where they are as it grows).
+  const AxisInfo &get(const Value *v) {
+    auto it = map_.find(v);
+    if (it == map_.end())
+      it = map_.emplace(v, pessimistic(v->type)).first;
+    return it->second;
+  }
 
   void walk(const Block &block) {
     for (auto &op : block.ops)
@@ -79,7 +82,8 @@ private:
     bool isFor = op.kind == OpKind::For;
     size_t firstInit = isFor ? 3 : 0;
     if (isFor) { // lb + k * step: a multiple of whatever divides both
-      int64_t div = std::gcd(get(op.operand(0)).divisibility[0], get(op.operand(2)).divisibility[0]);
+      int64_t div = std::gcd(get(op.operand(0)).dims[0].divisibility,
+                             get(op.operand(2)).dims[0].divisibility);
       map_[body.args[0].get()] = uniform(body.args[0]->type, std::max<int64_t>(div, 1));
     }
     size_t argBase = isFor ? 1 : 0;
@@ -93,10 +97,8 @@ private:
       for (size_t k = 0; k < yield->operands.size(); ++k) {
         const Value *arg = body.args[argBase + k].get();
         AxisInfo merged = meet(get(arg), get(yield->operand(k)));
-        if (merged.contiguity != get(arg).contiguity ||
-            merged.divisibility != get(arg).divisibility ||
-            merged.constancy != get(arg).constancy) {
-          map_[arg] = merged;
+        if (merged.dims != get(arg).dims) {
+          map_[arg] = std::move(merged);
           changed = true;
         }
       }
@@ -131,15 +133,14 @@ private:
   // What the kernel asserts of the value (tl.multiple_of, max_contiguous,
   // max_constancy), on top of what was inferred.
   static AxisInfo withHints(const Op &op, AxisInfo info) {
-    const std::pair<const char *, std::vector<int64_t> AxisInfo::*> hints[] = {
-        {"multiple_of", &AxisInfo::divisibility},
-        {"max_contiguous", &AxisInfo::contiguity},
-        {"max_constancy", &AxisInfo::constancy}};
+    const std::pair<const char *, int64_t AxisInfo::Dim::*> hints[] = {
+        {"multiple_of", &AxisInfo::Dim::divisibility},
+        {"max_contiguous", &AxisInfo::Dim::contiguity},
+        {"max_constancy", &AxisInfo::Dim::constancy}};
     for (auto [name, field] : hints) {
       std::vector<int64_t> values = op.intsAttr(name);
-      std::vector<int64_t> &known = info.*field;
-      for (size_t d = 0; d < values.size() && d < known.size(); ++d)
-        known[d] = std::max(known[d], values[d]);
+      for (size_t d = 0; d < values.size() && d < info.dims.size(); ++d)
+        info.dims[d].*field = std::max(info.dims[d].*field, values[d]);
     }
     return info;
   }
@@ -156,35 +157,33 @@ private:
     case OpKind::NumPrograms:
       return uniform(t, 1);
     case OpKind::MakeRange:
-      out.contiguity[0] = t.shape[0];
-      out.divisibility[0] = powerOf2Dividing(op.intAttr("start"));
+      out.dims[0].contiguity = t.shape[0];
+      out.dims[0].divisibility = powerOf2Dividing(op.intAttr("start"));
       return out;
     case OpKind::Splat: {
-      AxisInfo s = get(op.operand(0));
-      return uniform(t, s.divisibility[0]);
+      const AxisInfo &s = get(op.operand(0));
+      return uniform(t, s.dims[0].divisibility);
     }
     case OpKind::ConvertLayout: // the same values, elsewhere
       return get(op.operand(0));
     case OpKind::Broadcast: {
-      AxisInfo s = get(op.operand(0));
+      const AxisInfo &s = get(op.operand(0));
       const Type &st = op.operand(0)->type;
       for (int d = 0; d < n; ++d) {
         bool widened = st.shape[d] == 1 && t.shape[d] != 1;
-        out.contiguity[d] = widened ? 1 : s.contiguity[d];
-        out.divisibility[d] = s.divisibility[d];
-        out.constancy[d] = widened ? t.shape[d] : s.constancy[d];
+        out.dims[d].contiguity = widened ? 1 : s.dims[d].contiguity;
+        out.dims[d].divisibility = s.dims[d].divisibility;
+        out.dims[d].constancy = widened ? t.shape[d] : s.dims[d].constancy;
       }
       return out;
     }
     case OpKind::ExpandDims: {
-      AxisInfo s = get(op.operand(0));
+      const AxisInfo &s = get(op.operand(0));
       int axis = (int)op.intAttr("axis");
       if (op.operand(0)->type.isScalar())
-        return uniform(t, s.divisibility[0]);
+        return uniform(t, s.dims[0].divisibility);
       out = s;
-      out.contiguity.insert(out.contiguity.begin() + axis, 1);
-      out.divisibility.insert(out.divisibility.begin() + axis, s.divisibility[0]);
-      out.constancy.insert(out.constancy.begin() + axis, 1);
+      out.dims.insert(out.dims.begin() + axis, AxisInfo::Dim{1, s.dims[0].divisibility, 1});
       return out;
     }
     case OpKind::Cast:
@@ -217,17 +216,17 @@ private:
     case OpKind::Xor:
     case OpKind::Min:
     case OpKind::Max: {
-      AxisInfo a = get(op.operand(0)), b = get(op.operand(1));
+      const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
       for (int d = 0; d < n; ++d)
-        out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+        out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
       return out;
     }
     case OpKind::Select: {
-      AxisInfo c = get(op.operand(0)), x = get(op.operand(1)), y = get(op.operand(2));
+      const AxisInfo &c = get(op.operand(0)), &x = get(op.operand(1)), &y = get(op.operand(2));
       for (int d = 0; d < n; ++d) {
-        out.constancy[d] = std::gcd(c.constancy[d], std::gcd(x.constancy[d], y.constancy[d]));
-        out.contiguity[d] = std::gcd(c.constancy[d], std::gcd(x.contiguity[d], y.contiguity[d]));
-        out.divisibility[d] = std::gcd(x.divisibility[d], y.divisibility[d]);
+        out.dims[d].constancy = std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].constancy, y.dims[d].constancy));
+        out.dims[d].contiguity = std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].contiguity, y.dims[d].contiguity));
+        out.dims[d].divisibility = std::gcd(x.dims[d].divisibility, y.dims[d].divisibility);
       }
       return out;
     }
@@ -239,66 +238,66 @@ private:
   }
 
   AxisInfo inferAdd(const Op &op, const Type &t) {
-    AxisInfo a = get(op.operand(0)), b = get(op.operand(1));
+    const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
     AxisInfo out = pessimistic(t);
     int64_t scale = op.kind == OpKind::AddPtr ? dtypeBytes(t.pointee) : 1;
     for (int d = 0; d < dims(t); ++d) {
       // c - arange runs backwards: only a - c keeps a's contiguity.
-      out.contiguity[d] = op.kind == OpKind::Sub
-                              ? std::gcd(a.contiguity[d], b.constancy[d])
-                              : std::max(std::gcd(a.contiguity[d], b.constancy[d]),
-                                         std::gcd(a.constancy[d], b.contiguity[d]));
-      int64_t bdiv = std::min(b.divisibility[d] * scale, kMaxDivisibility);
-      out.divisibility[d] = std::gcd(a.divisibility[d], bdiv);
-      out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+      out.dims[d].contiguity = op.kind == OpKind::Sub
+                              ? std::gcd(a.dims[d].contiguity, b.dims[d].constancy)
+                              : std::max(std::gcd(a.dims[d].contiguity, b.dims[d].constancy),
+                                         std::gcd(a.dims[d].constancy, b.dims[d].contiguity));
+      int64_t bdiv = std::min(b.dims[d].divisibility * scale, kMaxDivisibility);
+      out.dims[d].divisibility = std::gcd(a.dims[d].divisibility, bdiv);
+      out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
     }
     return out;
   }
 
   AxisInfo inferMul(const Op &op, const Type &t) {
-    AxisInfo a = get(op.operand(0)), b = get(op.operand(1));
+    const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
     AxisInfo out = pessimistic(t);
     for (int d = 0; d < dims(t); ++d) {
-      out.divisibility[d] = std::min(a.divisibility[d] * b.divisibility[d], kMaxDivisibility);
-      out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+      out.dims[d].divisibility = std::min(a.dims[d].divisibility * b.dims[d].divisibility, kMaxDivisibility);
+      out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
     }
     return out;
   }
 
   AxisInfo inferDivRem(const Op &op, const Type &t) {
-    AxisInfo a = get(op.operand(0)), b = get(op.operand(1));
+    const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
     AxisInfo out = pessimistic(t);
     const Type &bt = op.operand(1)->type;
     for (int d = 0; d < dims(t); ++d) {
       bool byUniform = isConstantAlong(b, bt, d);
-      int64_t run = byUniform ? std::gcd(a.contiguity[d], b.divisibility[d]) : 1;
+      int64_t run = byUniform ? std::gcd(a.dims[d].contiguity, b.dims[d].divisibility) : 1;
       if (op.kind == OpKind::IRem) {
-        out.contiguity[d] = run;
-        out.divisibility[d] = std::gcd(a.divisibility[d], b.divisibility[d]);
-        out.constancy[d] = a.constancy[d];
+        out.dims[d].contiguity = run;
+        out.dims[d].divisibility = std::gcd(a.dims[d].divisibility, b.dims[d].divisibility);
+        out.dims[d].constancy = a.dims[d].constancy;
       } else {
-        out.constancy[d] = std::max(a.constancy[d], run);
+        out.dims[d].constancy = std::max(a.dims[d].constancy, run);
       }
     }
     return out;
   }
 
   AxisInfo inferCompare(const Op &op, const Type &t) {
-    AxisInfo a = get(op.operand(0)), b = get(op.operand(1));
+    const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
     const Type &at = op.operand(0)->type, &bt = op.operand(1)->type;
     AxisInfo out = pessimistic(t);
     for (int d = 0; d < dims(t); ++d) {
-      int64_t c = std::gcd(a.constancy[d], b.constancy[d]);
+      int64_t c = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
       // A run s, s+1, ... compared with a value x constant along d, both
       // multiples of g: s + i < x (and >=) is the same for every i < g. Not
       // so for <=, > (s == x), == and !=.
       bool runLeft = op.kind == OpKind::CmpLt || op.kind == OpKind::CmpGe;
       bool runRight = op.kind == OpKind::CmpGt || op.kind == OpKind::CmpLe;
       if (runLeft && isConstantAlong(b, bt, d))
-        c = std::max(c, std::gcd(a.contiguity[d], std::gcd(a.divisibility[d], b.divisibility[d])));
+        c = std::max(c, std::gcd(a.dims[d].contiguity, std::gcd(a.dims[d].divisibility, b.dims[d].divisibility)));
       if (runRight && isConstantAlong(a, at, d))
-        c = std::max(c, std::gcd(b.contiguity[d], std::gcd(b.divisibility[d], a.divisibility[d])));
-      out.constancy[d] = c;
+        c = std::max(c, std::gcd(b.dims[d].contiguity, std::gcd(b.dims[d].divisibility, a.dims[d].divisibility)));
+      out.dims[d].constancy = c;
     }
     return out;
   }
@@ -325,7 +324,7 @@ bool isConstantOne(const Value *v) {
 }
 
 int64_t scalarDivisibility(const AxisInfoMap &map, const Value *v) {
-  return axisInfoOf(map, v).divisibility[0];
+  return axisInfoOf(map, v).dims[0].divisibility;
 }
 
 // Meets the offsets of `info` with the deltas of the advances from `from` back to `to`.

@@ -15,8 +15,15 @@
 namespace tilec::nvidia {
 
 struct AxisInfo {
+  struct Dim {
+    int64_t contiguity = 1, divisibility = 1, constancy = 1;
+    bool operator==(const Dim &o) const {
+      return contiguity == o.contiguity && divisibility == o.divisibility &&
+             constancy == o.constancy;
+    }
+  };
   // One entry per dim; scalars have one entry.
-  std::vector<int64_t> contiguity, divisibility, constancy;
+  std::vector<Dim> dims;
 };
 
 using AxisInfoMap = std::unordered_map<const Value *, AxisInfo>;

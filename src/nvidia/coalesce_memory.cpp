@@ -29,11 +29,12 @@ namespace {
 constexpr int64_t kMaxConvertBytes = 64 * 1024;
 
 // Dims from the most contiguous to the least; ties keep the last dim first.
-std::vector<int> contiguityOrder(const std::vector<int64_t> &contiguity) {
-  std::vector<int> order(contiguity.size());
+std::vector<int> contiguityOrder(const AxisInfo &info) {
+  std::vector<int> order(info.dims.size());
   std::iota(order.rbegin(), order.rend(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return contiguity[a] > contiguity[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return info.dims[a].contiguity > info.dims[b].contiguity;
+  });
   return order;
 }
 
@@ -125,7 +126,7 @@ void coalesceMemory(Function &fn, const GpuOptions &opts) {
   }
   for (Op *op : accesses) {
     const Type &ptr = op->operand(0)->type;
-    std::vector<int> order = contiguityOrder(axisInfoOf(info, op->operand(0)).contiguity);
+    std::vector<int> order = contiguityOrder(axisInfoOf(info, op->operand(0)));
     auto e = std::make_shared<LayoutEncoding>(
         "blocked", blockedLayout(ptr.shape, defaultVector(ptr.shape, accessBytes(op), opts.numWarps),
                                  opts.numWarps, order));

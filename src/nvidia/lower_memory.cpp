@@ -87,10 +87,10 @@ int vectorWidth(const AxisInfoMap &axisInfo, const Value *ptrValue, const Linear
   int last = vectorDim(*layout);
   AxisInfo info = axisInfoOf(axisInfo, ptrValue);
   int64_t w = std::min<int64_t>(contiguousRegisters(*layout, last), 16 / bytes);
-  w = std::min(w, info.contiguity[last]);
-  w = std::min(w, std::max<int64_t>(1, info.divisibility[last] / bytes));
+  w = std::min(w, info.dims[last].contiguity);
+  w = std::min(w, std::max<int64_t>(1, info.dims[last].divisibility / bytes));
   if (mask)
-    w = std::min(w, axisInfoOf(axisInfo, mask).constancy[last]);
+    w = std::min(w, axisInfoOf(axisInfo, mask).dims[last].constancy);
   int width = floorPow2(std::max<int64_t>(1, w));
   if (bytes < 4 && width * bytes < 4)
     return 1;
@@ -105,7 +105,7 @@ static std::vector<char> addressesRead(const AxisInfoMap &info, const Value *ptr
   std::vector<char> read(l.numRegs(), 0);
   int dim = vectorDim(l);
   int64_t threadBits = l.threadBits(dim);
-  int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(info, ptrValue).contiguity[dim]));
+  int64_t run = floorPow2(std::max<int64_t>(1, axisInfoOf(info, ptrValue).dims[dim].contiguity));
   for (int r = 0; r < l.numRegs(); r += vec) {
     Coords c = l.regCoords(r);
     bool along = c[dim] > 0 && c[dim] < run && !(c[dim] & threadBits);

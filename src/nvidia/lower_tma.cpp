@@ -231,7 +231,7 @@ bool tmaMovable(const Function &fn, const AxisInfoMap &info, const Value *blockP
   if (!base)
     return false;
   for (const TmaBase::Term &t : base->terms)
-    if (axisInfoOf(info, t.stride).divisibility[0] * bytes % 16)
+    if (axisInfoOf(info, t.stride).dims[0].divisibility * bytes % 16)
       return false;
   return true;
 }

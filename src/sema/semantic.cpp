@@ -326,7 +326,7 @@ SVal Lowerer::compare(CmpOpKind op, const SVal &a, const SVal &b, const Span &sp
   if ((a.isTensor() && isPointer(a.v->type.dtype)) || (b.isTensor() && isPointer(b.v->type.dtype))) {
     x = materialize(a, span);
     y = materialize(b, span);
-    if (x->type.element() != y->type.element())
+    if (!x->type.sameElement(y->type))
       error(span, "cannot compare " + a.describe() + " and " + b.describe());
   } else {
     DType t = computationType(a, b, false, span);
