@@ -178,8 +178,9 @@ LinearLayout scanLayout(const std::vector<int64_t> &shape, int axis, int numWarp
 
 namespace {
 
-Coords dropDim(const Coords &c, int axis) {
-  Coords out;
+// (Of a basis, or of a layout's shape.)
+template <class Dims> Dims dropDim(const Dims &c, int axis) {
+  Dims out;
   for (int d = 0; d < (int)c.size(); ++d)
     if (d != axis)
       out.push_back(c[d]);
@@ -238,7 +239,7 @@ LinearLayout withoutRegisterCopies(const LinearLayout &l) {
 }
 
 LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
-  auto insert = [&](Coords c) {
+  auto insert = [&](auto c) { // (a basis, or the shape)
     c.insert(c.begin() + axis, 0);
     return c;
   };
@@ -255,8 +256,8 @@ LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
 }
 
 LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &order) {
-  auto permute = [&](const Coords &c) {
-    Coords out(c.size());
+  auto permute = [&](const auto &c) { // (a basis, or the shape)
+    std::decay_t<decltype(c)> out(c.size());
     for (size_t i = 0; i < order.size(); ++i)
       out[i] = c[order[i]];
     return out;
