@@ -77,11 +77,13 @@ TVal &Lowering::val(const Value *v) {
 const LinearLayout *Lowering::intern(const LinearLayout &l) {
   if (interned_.count(&l))
     return &l;
-  for (const LinearLayout &known : layouts_)
-    if (known == l)
-      return &known;
+  size_t h = l.hash();
+  for (auto [it, end] = internedByHash_.equal_range(h); it != end; ++it)
+    if (*it->second == l)
+      return it->second;
   layouts_.push_back(l);
   interned_.insert(&layouts_.back());
+  internedByHash_.emplace(h, &layouts_.back());
   return &layouts_.back();
 }
 

@@ -43,6 +43,7 @@ int log2Exact(int64_t v) {
 void distribute(std::vector<Coords> &out, int bits, const std::vector<int> &dims,
                 const std::vector<int64_t> &shape, std::vector<int64_t> &covered) {
   int rank = (int)shape.size();
+  out.reserve(out.size() + bits);
   for (int dim : dims)
     while (bits > 0 && covered[dim] < shape[dim]) {
       out.push_back(unit(rank, dim, covered[dim]));
@@ -51,6 +52,13 @@ void distribute(std::vector<Coords> &out, int bits, const std::vector<int> &dims
     }
   for (; bits > 0; --bits)
     out.push_back(Coords(rank, 0));
+}
+
+// Room in `out` for as many bases as `l` has.
+void reserveBases(LinearLayout &out, const LinearLayout &l) {
+  out.regs.reserve(l.regs.size());
+  out.lanes.reserve(l.lanes.size());
+  out.warps.reserve(l.warps.size());
 }
 
 std::vector<int> fastestFirst(int rank) {
@@ -105,6 +113,20 @@ unsigned LinearLayout::replicatedWarpMask() const {
 }
 
 // Built by appending: the lowering keys its caches by this text.
+size_t LinearLayout::hash() const {
+  size_t h = shape.size();
+  auto mix = [&](int64_t v) { h = h * 1000003u ^ (size_t)v; };
+  for (int64_t s : shape)
+    mix(s);
+  for (const std::vector<Coords> *bases : {&regs, &lanes, &warps}) {
+    mix((int64_t)bases->size());
+    for (const Coords &c : *bases)
+      for (int64_t v : c)
+        mix(v);
+  }
+  return h;
+}
+
 std::string LinearLayout::str() const {
   std::string os;
   auto list = [&](const char *name, const std::vector<Coords> &bases) {
@@ -192,6 +214,7 @@ template <class Dims> Dims dropDim(const Dims &c, int axis) {
 LinearLayout sliceLayout(const LinearLayout &l, int axis) {
   LinearLayout out;
   out.shape = dropDim(l.shape, axis);
+  reserveBases(out, l);
   for (const Coords &b : l.regs)
     if (b[axis] == 0)
       out.regs.push_back(dropDim(b, axis));
@@ -246,6 +269,7 @@ LinearLayout expandDimsLayout(const LinearLayout &l, int axis) {
   LinearLayout out;
   out.shape = insert(l.shape);
   out.shape[axis] = 1;
+  reserveBases(out, l);
   for (const Coords &b : l.regs)
     out.regs.push_back(insert(b));
   for (const Coords &b : l.lanes)
@@ -264,6 +288,7 @@ LinearLayout transLayout(const LinearLayout &l, const std::vector<int64_t> &orde
   };
   LinearLayout out;
   out.shape = permute(l.shape);
+  reserveBases(out, l);
   for (const Coords &b : l.regs)
     out.regs.push_back(permute(b));
   for (const Coords &b : l.lanes)
@@ -290,6 +315,7 @@ LinearLayout reshapeLayout(const LinearLayout &l, const std::vector<int64_t> &sh
   };
   LinearLayout out;
   out.shape = shape;
+  reserveBases(out, l);
   for (const Coords &b : l.regs)
     out.regs.push_back(unflat(flat(b)));
   for (const Coords &b : l.lanes)
@@ -391,6 +417,8 @@ SharedTile sharedTile(int64_t rows, int64_t rowBytes) {
   t.swizzle = (int)std::min<int64_t>(rowBytes, 128);
   int64_t chunks = t.swizzle / 16 - 1; // the chunk bits the swizzle flips
   auto swizzled = [&](int64_t logical) { return logical ^ (((logical >> 7) & chunks) << 4); };
+  t.rowBasis.reserve(log2Exact(rows));
+  t.byteBasis.reserve(log2Exact(rowBytes));
   for (int64_t r = 1; r < rows; r *= 2)
     t.rowBasis.push_back(swizzled(r * t.swizzle));
   for (int64_t c = 1; c < rowBytes; c *= 2)

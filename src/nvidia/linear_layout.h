@@ -52,8 +52,13 @@ public:
     v_[k] = value;
     ++size_;
   }
-  bool operator==(const Coords &o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+  bool operator==(const Coords &o) const { // (a loop: std::equal calls memcmp)
+    if (size_ != o.size_)
+      return false;
+    for (size_t d = 0; d < size_; ++d)
+      if (v_[d] != o.v_[d])
+        return false;
+    return true;
   }
   bool operator!=(const Coords &o) const { return !(*this == o); }
 
@@ -88,6 +93,7 @@ struct LinearLayout {
     return shape == o.shape && regs == o.regs && lanes == o.lanes && warps == o.warps;
   }
   bool operator!=(const LinearLayout &o) const { return !(*this == o); }
+  size_t hash() const; // equal layouts hash alike
   std::string str() const;
 };
 

@@ -630,6 +630,7 @@ private:
       sharedThreadAddrs_;
   std::map<std::tuple<const LinearLayout *, int64_t, int64_t, int>, TileThread> tileThreads_;
   std::unordered_set<const LinearLayout *> interned_; // the addresses intern gave out
+  std::unordered_multimap<size_t, const LinearLayout *> internedByHash_;
   std::optional<UseCounts> uses_;
   std::map<std::pair<const Value *, const LinearLayout *>, TVal> materialized_;
   std::unordered_map<const Value *, bool> rematerializable_;

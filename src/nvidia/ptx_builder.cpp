@@ -94,8 +94,17 @@ bool pureOpcode(std::string_view op) {
   std::string_view base = op.substr(0, dot);
   if (base.empty())
     return false;
+  // (By hand: the library's comparison is a memcmp call per candidate.)
+  auto same = [&](std::string_view p) {
+    if (p.size() != base.size())
+      return false;
+    for (size_t k = 0; k < p.size(); ++k)
+      if (p[k] != base[k])
+        return false;
+    return true;
+  };
   for (std::string_view p : kPure)
-    if (p[0] == base[0] && p == base)
+    if (same(p))
       // .cc sets the carry flag another instruction reads
       return op.find(".cc") == std::string_view::npos;
   return false;
@@ -124,30 +133,31 @@ struct RegRef {
 // it names (%p1, %rd7, ...; special registers such as %tid.x are not
 // virtual), in order, into `out`; returns where it ends (its '\n', or the
 // text's end). `bases` is each class's first id. A plain loop: lines are
-// short, and a search call per line or per register costs more.
-size_t scanLine(std::string_view text, size_t at, const std::array<int, 6> &bases,
-                std::vector<RegRef> &out) {
+// short, and a search call per line or per register costs more. Kept out of
+// line: inlined, its loop loses its registers to the caller's state.
+__attribute__((noinline)) size_t scanLine(std::string_view text, size_t at,
+                                          const std::array<int, 6> &bases,
+                                          std::vector<RegRef> &out) {
   out.clear();
-  const char *s = text.data();
-  size_t n = text.size(), i = at;
-  while (i < n && s[i] != '\n') {
-    if (s[i] != '%') {
-      ++i;
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < n && isLower(s[j]))
-      ++j;
-    size_t digits = j;
+  const char *line = text.data() + at, *end = text.data() + text.size(), *p = line;
+  for (;;) {
+    while (p < end && *p != '%' && *p != '\n')
+      ++p;
+    if (p == end || *p == '\n')
+      break;
+    const char *letters = p + 1, *q = letters;
+    while (q < end && isLower(*q))
+      ++q;
+    const char *digits = q;
     int number = 0;
-    while (j < n && isDigit(s[j]))
-      number = number * 10 + (s[j++] - '0');
-    int c = j == digits ? -1 : prefixClass(std::string_view(s + i + 1, digits - i - 1));
+    while (q < end && isDigit(*q))
+      number = number * 10 + (*q++ - '0');
+    int c = q == digits ? -1 : prefixClass(std::string_view(letters, digits - letters));
     if (c >= 0)
-      out.push_back({bases[c] + number, i - at, j - at});
-    i = j;
+      out.push_back({bases[c] + number, (size_t)(p - line), (size_t)(q - line)});
+    p = q;
   }
-  return i;
+  return p - text.data();
 }
 
 // The position of the first space at or after `i` (the line's size if none).
