@@ -72,7 +72,7 @@ static void appendOp(std::string &out, const Op &op) {
   }
   if (!op.results.empty()) {
     out += " : ";
-    appendJoined(out, op.results, [](std::string &o, const auto &r) { o += r->type.str(); });
+    appendJoined(out, op.results, [](std::string &o, const auto &r) { r->type.appendTo(o); });
   }
 }
 
@@ -86,7 +86,7 @@ static void appendTypedValues(std::string &out, const std::vector<std::unique_pt
   appendJoined(out, values, [](std::string &o, const auto &v) {
     appendValue(o, v.get());
     o += ": ";
-    o += v->type.str();
+    v->type.appendTo(o);
   });
 }
 

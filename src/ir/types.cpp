@@ -110,9 +110,14 @@ static void appendElement(std::string &out, const Type &t) {
 
 std::string Type::str() const {
   std::string out;
+  appendTo(out);
+  return out;
+}
+
+void Type::appendTo(std::string &out) const {
   if (shape.empty()) {
     appendElement(out, *this);
-    return out;
+    return;
   }
   out += "tensor<";
   for (int64_t s : shape) {
@@ -125,7 +130,6 @@ std::string Type::str() const {
     out += encoding->str();
   }
   out += ">";
-  return out;
 }
 
 } // namespace tilec

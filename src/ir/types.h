@@ -107,6 +107,7 @@ struct Type {
   // Text form: i32, !ptr<f32>, !blockptr<f16, 64x64>, tensor<128x64xf32>,
   // tensor<128x!ptr<f32>>, tensor<64x64xf32, #mma<...>>.
   std::string str() const;
+  void appendTo(std::string &out) const; // str() at the end of `out`
 };
 
 } // namespace tilec
