@@ -12,6 +12,7 @@
 #   run(command="bash scripts/gpu_check.sh tuning")      # build + tuning timings against the same configs alone
 #   run(command="bash scripts/gpu_check.sh ws")          # build + warp specialization on tutorials 06 and 09 vs Triton (carry .conformance)
 #   run(command="bash scripts/gpu_check.sh cold")        # build + tutorial 06's cold first launches and ptxas times vs Triton (carry .conformance)
+#   run(command="bash scripts/gpu_check.sh compile")     # build + the own compile time of every benchmark kernel (carry .conformance)
 # A change's effect on the GPU, against the build before it in the same call:
 # scripts/ab_builds.sh.
 set -uo pipefail
@@ -83,6 +84,9 @@ if want persistent && [[ -d .conformance ]]; then  # tutorial 09's matmuls (poin
 fi
 if want ws && [[ -d .conformance ]]; then  # warp specialization on tutorials 06 and 09, each side with and without
   $PY benchmarks/warp_specialize.py 2>&1 | tee "$OUT/warp_specialize.log"
+fi
+if want compile; then  # own compile (source to PTX) of the benchmarks' kernels, warm, on this host
+  $PY benchmarks/own_compile.py 2>&1 | tee "$OUT/own_compile.log"
 fi
 if want cold && [[ -d .conformance ]]; then  # tutorial 06's first launches with empty caches vs Triton
   $PY benchmarks/cold_start.py 2>&1 | tee "$OUT/cold_start.log"

@@ -1,0 +1,165 @@
+"""tilec's own compile time (source to PTX; ptxas not included) of the kernels the
+GPU benchmarks compile, each compiled again and again in one process: min and
+median per kernel, for a GPU target (the GPU's where there is one, else sm_90a).
+Needs no GPU: the benchmarks' launch functions run with their launches caught,
+which gives each kernel's arguments, and nothing runs. The kernels: those of
+training.py (the first shape of each, with fewer rows: the same
+specializations), gpu.py's vector add, softmax and matmul, attention.py's
+forward at D 64 and 128, and tutorial 06's forward, backward and its
+preprocess at D 64 and 128, causal and not (the config its tests use; needs
+the conformance folder). The goal: <= 5 ms each.
+
+    python benchmarks/own_compile.py [--reps 30] [--only NAME]
+"""
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+os.environ["PYTEST_VERSION"] = "1"  # tutorial 06 keeps the one config its tests use
+
+from gpu import load_kernels  # noqa: E402  (sets fresh cache folders)
+
+import tilec  # noqa: E402
+from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS  # noqa: E402
+from tilec.runtime.jit import JITFunction  # noqa: E402
+from tilec.runtime.launch import gpu_options  # noqa: E402
+
+GOAL_MS = 5.0
+
+
+class Launches:
+    """While active, a @jit kernel's launch records (kernel, args, kwargs) and
+    runs nothing."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __enter__(self):
+        self.saved = JITFunction.run
+        seen = self.seen
+
+        def record(fn, *args, grid, **kwargs):
+            seen.append((fn, args, kwargs))
+
+        JITFunction.run = record
+        return self
+
+    def __exit__(self, *exc):
+        JITFunction.run = self.saved
+
+
+def training_launches(launches):
+    import training
+    module = load_kernels("own_compile_training", True, "training_kernels.py")
+    for name, build, shapes, _ in training.kernels(module):
+        shape, dtype = shapes[0]
+        # Rows (and rope's sequence) change no specialization: far fewer of them.
+        shape = (64,) + tuple(shape[1:]) if name != "rope" else (1, 64) + tuple(shape[2:])
+        for direction, case in build(shape, dtype, "cpu").items():
+            before = len(launches.seen)
+            case.run(module)
+            yield from ((f"{name} {direction} {fn.__name__}", fn, a, k)
+                        for fn, a, k in launches.seen[before:])
+
+
+def gpu_py_launches(launches):
+    m = load_kernels("own_compile_gpu", True)
+    x = torch.empty(1 << 20)
+    h = torch.empty(512, 512, dtype=torch.float16)
+    m.add_kernel[(256,)](x, x, x, x.numel(), BLOCK=4096)
+    m.softmax_kernel[(4,)](x, x, 4096, 4096, 4096, BLOCK=4096)
+    m.matmul_kernel[(16,)](h, h, h, 512, 512, 512, 512, 1, 512, 1, 512, 1, BLOCK_M=128,
+                           BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3)
+    yield from ((f"gpu.py {fn.__name__}", fn, a, k) for fn, a, k in launches.seen)
+
+
+def attention_launches(launches):
+    m = load_kernels("own_compile_attention", True, "attention_kernels.py")
+    for d in (64, 128):
+        q = torch.empty(1, 2, 1024, d, dtype=torch.float16)
+        before = len(launches.seen)
+        m.forward(q, q, q, False, 0.5)
+        yield from ((f"attention.py D={d} {fn.__name__}", fn, a, k)
+                    for fn, a, k in launches.seen[before:])
+
+
+def tutorial06_launches(launches):
+    from tutorials import tutorial_path
+    t06 = load_kernels("own_compile_t06", True, tutorial_path("06-fused-attention.py"))
+    for d in (64, 128):
+        for causal in (False, True):
+            q = torch.empty(1, 2, 1024, d, dtype=torch.float16, requires_grad=True)
+            before = len(launches.seen)
+            t06.attention(q, q, q, causal, 0.5, False).backward(torch.empty_like(q))
+            yield from ((f"t06 D={d} causal={int(causal)} {fn.__name__}", fn, a, k)
+                        for fn, a, k in launches.seen[before:])
+
+
+def own_compile_ms(fn, args, kwargs, arch, reps):
+    """The kernel compiled `reps` times for `arch` as its launch would: its times
+    (Tile IR + PTX) and its PTX lines."""
+    values, options = fn._bind(args, dict(kwargs))
+    specs = fn._specialize(values)[0]
+    o = {**DEFAULT_GPU_OPTIONS, **gpu_options(options)}
+    times, lines = [], 0
+    for _ in range(reps):
+        start = time.perf_counter()
+        compiled, _ = fn._compile_ir(specs, arch)
+        gpu = compiled.to_gpu(arch, o["num_warps"], o["num_stages"], o["enable_fp_fusion"],
+                              o["debug"], assemble=False, maxnreg=o.get("maxnreg") or 0,
+                              warp_specialize_loops=bool(o.get("warp_specialize_loops")))
+        times.append((time.perf_counter() - start) * 1e3)
+        lines = gpu.ptx.count("\n")
+    return times, lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--only", default=None, metavar="NAME",
+                        help="the kernels whose row name contains NAME")
+    args = parser.parse_args()
+    arch = "sm_90a"
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    sources = [training_launches, gpu_py_launches, attention_launches]
+    try:
+        from tutorials import tutorial_path
+        tutorial_path("06-fused-attention.py")
+        sources.append(tutorial06_launches)
+    except SystemExit as e:
+        print(f"(tutorial 06 left out: {e})")
+    rows, seen = [], set()
+    for source in sources:
+        with Launches() as launches:
+            found = list(source(launches))
+        for name, fn, a, k in found:
+            if args.only and args.only not in name:
+                continue
+            values, options = fn._bind(a, dict(k))
+            key = (id(fn), fn._specialize(values)[0], tuple(sorted(gpu_options(options).items())))
+            if key in seen:  # the same kernel launched again
+                continue
+            seen.add(key)
+            times, lines = own_compile_ms(fn, a, k, arch, args.reps)
+            rows.append((name, min(times), statistics.median(times), lines))
+            print(f"{name:<48} {rows[-1][1]:7.2f} {rows[-1][2]:7.2f} {lines:7d}", flush=True)
+    print(f"\nown compile for {arch}, ms (min, median of {args.reps}), PTX lines; "
+          f"{tilec.__name__} on {os.cpu_count()} CPUs")
+    over = [r for r in rows if r[2] > GOAL_MS]
+    print(f"{len(rows)} kernels; median above {GOAL_MS} ms: {len(over)}")
+    for name, low, mid, lines in sorted(over, key=lambda r: -r[2]):
+        print(f"  {name:<46} {low:7.2f} {mid:7.2f} {lines:7d}")
+
+
+if __name__ == "__main__":
+    main()
