@@ -14,14 +14,6 @@ namespace tilec {
 
 namespace {
 
-// Operands in the order the key compares them: a commutative op's sorted.
-std::vector<const Value *> keyOperands(const Op &op) {
-  std::vector<const Value *> ids(op.operands.begin(), op.operands.end());
-  if (op.has(COMMUTATIVE))
-    std::sort(ids.begin(), ids.end(), [](const Value *a, const Value *b) { return a->id < b->id; });
-  return ids;
-}
-
 // Attributes equal as the merge needs: floats by bits (0.0 and -0.0 differ, a
 // NaN equals itself).
 bool sameAttr(const Attr &a, const Attr &b) {
@@ -37,15 +29,24 @@ bool sameAttr(const Attr &a, const Attr &b) {
 size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
 
 // The key of an op: kind, operands, attributes and result types, compared in
-// place (no text built per op).
+// place (no text built per op). A commutative op's operands are compared in
+// id order, kept in `sorted`; other ops' are read from the op.
 struct OpKey {
   const Op *op;
-  std::vector<const Value *> operands;
+  std::vector<const Value *> sorted;
   size_t hash;
 
-  explicit OpKey(const Op &o) : op(&o), operands(keyOperands(o)), hash((size_t)o.kind) {
-    for (const Value *v : operands)
-      hash = mix(hash, (size_t)v->id);
+  explicit OpKey(const Op &o) : op(&o), hash((size_t)o.kind) {
+    if (o.has(COMMUTATIVE)) {
+      sorted.assign(o.operands.begin(), o.operands.end());
+      std::sort(sorted.begin(), sorted.end(),
+                [](const Value *a, const Value *b) { return a->id < b->id; });
+      for (const Value *v : sorted)
+        hash = mix(hash, (size_t)v->id);
+    } else {
+      for (const Value *v : o.operands)
+        hash = mix(hash, (size_t)v->id);
+    }
     for (const auto &[name, value] : o.attrs) {
       hash = mix(hash, std::hash<std::string>()(name));
       if (auto *i = std::get_if<int64_t>(&value))
@@ -60,8 +61,11 @@ struct OpKey {
 
   bool operator==(const OpKey &k) const {
     const Op &a = *op, &b = *k.op;
-    if (a.kind != b.kind || operands != k.operands || a.attrs.size() != b.attrs.size() ||
-        a.results.size() != b.results.size())
+    if (a.kind != b.kind || a.operands.size() != b.operands.size() ||
+        a.attrs.size() != b.attrs.size() || a.results.size() != b.results.size())
+      return false;
+    if (a.has(COMMUTATIVE) ? sorted != k.sorted
+                           : !std::equal(a.operands.begin(), a.operands.end(), b.operands.begin()))
       return false;
     for (size_t i = 0; i < a.attrs.size(); ++i)
       if (a.attrs[i].first != b.attrs[i].first || !sameAttr(a.attrs[i].second, b.attrs[i].second))
@@ -95,7 +99,7 @@ private:
 // Uses are rewritten as they are reached (a definition comes before its uses),
 // and merged ops are dropped at the end: one pass, not a walk per merge.
 bool Eliminator::run(Block &block) {
-  std::vector<OpKey> scope;
+  std::vector<const Op *> scope; // the ops this block added to seen_
   std::vector<const Op *> merged;
   for (auto &opPtr : block.ops) {
     Op &op = *opPtr;
@@ -114,8 +118,8 @@ bool Eliminator::run(Block &block) {
       merged.push_back(&op);
       continue;
     }
-    seen_.emplace(key, &op);
-    scope.push_back(std::move(key));
+    seen_.emplace(std::move(key), &op);
+    scope.push_back(&op);
   }
   if (!merged.empty()) {
     changed_ = true;
@@ -126,8 +130,8 @@ bool Eliminator::run(Block &block) {
                                    [&](const std::unique_ptr<Op> &op) { return drop.count(op.get()); }),
                     block.ops.end());
   }
-  for (const OpKey &key : scope)
-    seen_.erase(key);
+  for (const Op *op : scope)
+    seen_.erase(OpKey(*op));
   return changed_;
 }
 

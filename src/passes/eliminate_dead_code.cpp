@@ -52,7 +52,7 @@ bool isRemovable(const Op &op) {
 
 bool isUnused(const Op &op, UseCounts &counts) {
   for (const auto &r : op.results)
-    if (counts[r.get()] != 0)
+    if (useCount(counts, r.get()) != 0)
       return false;
   return true;
 }
@@ -106,7 +106,7 @@ void renumberIndices(std::vector<std::unique_ptr<Value>> &values) {
 bool dropUnusedIfResults(Op &op, UseCounts &counts) {
   bool changed = false;
   for (size_t i = op.results.size(); i-- > 0;) {
-    if (counts[op.result(i)] != 0)
+    if (useCount(counts, op.result(i)) != 0)
       continue;
     for (auto &region : op.regions)
       eraseAt(region->terminator()->operands, i);
@@ -161,7 +161,7 @@ bool dropUnusedCarried(Op &op, UseCounts &counts) {
   std::optional<Uses> uses; // the body's, until an erase changes them
   for (size_t i = op.results.size(); i-- > 0;) {
     std::unordered_set<Op *> through;
-    if (counts[op.result(i)] != 0)
+    if (useCount(counts, op.result(i)) != 0)
       continue;
     if (!uses)
       uses = usesIn(body);
@@ -180,8 +180,8 @@ bool dropUnusedCarried(Op &op, UseCounts &counts) {
   return changed;
 }
 
-bool dropUnusedResults(Block &body) {
-  UseCounts counts = countUses(body);
+// `counts`: the uses in `body` as they are.
+bool dropUnusedResults(Block &body, UseCounts &counts) {
   bool changed = false;
   walk(body, [&](Op *op) {
     if (op->kind == OpKind::If)
@@ -198,8 +198,8 @@ bool eliminateDeadCode(Block &body) {
   bool changed = false;
   for (;;) {
     UseCounts counts = countUses(body);
-    bool removed = removeDeadOps(body, counts);
-    bool dropped = dropUnusedResults(body);
+    bool removed = removeDeadOps(body, counts); // (keeps `counts` up to date)
+    bool dropped = dropUnusedResults(body, counts);
     if (!removed && !dropped)
       return changed;
     changed = true;
