@@ -6,18 +6,22 @@ which gives each kernel's arguments, and nothing runs. The kernels: those of
 training.py (the first shape of each, with fewer rows: the same
 specializations), gpu.py's vector add, softmax and matmul, attention.py's
 forward at D 64 and 128, and tutorial 06's forward, backward and its
-preprocess at D 64 and 128, causal and not (the config its tests use; needs
-the conformance folder). The goal: <= 5 ms each.
+preprocess at D 64 and 128, causal and not (the config its tests use), and
+tutorials 03 and 09's matmuls at every config their autotuners keep (the
+tutorials need the conformance folder). The goal: <= 5 ms each.
 
     python benchmarks/own_compile.py [--reps 30] [--only NAME]
 """
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import os
 import statistics
 import sys
 import time
+import warnings
 
 import torch
 
@@ -29,6 +33,7 @@ from gpu import load_kernels  # noqa: E402  (sets fresh cache folders)
 
 import tilec  # noqa: E402
 from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS  # noqa: E402
+from tilec.runtime.autotuner import Autotuner  # noqa: E402
 from tilec.runtime.jit import JITFunction  # noqa: E402
 from tilec.runtime.launch import gpu_options  # noqa: E402
 
@@ -36,8 +41,10 @@ GOAL_MS = 5.0
 
 
 class Launches:
-    """While active, a @jit kernel's launch records (kernel, args, kwargs) and
-    runs nothing."""
+    """While active, a @jit kernel's launch records (kernel, specialization, GPU
+    options), as its arguments are then (a config's pre-hook changes them), and
+    runs nothing; an autotuner launches each config once, and do_bench times
+    one call, as 1 ms."""
 
     def __init__(self):
         self.seen = []
@@ -47,13 +54,22 @@ class Launches:
         seen = self.seen
 
         def record(fn, *args, grid, **kwargs):
-            seen.append((fn, args, kwargs))
+            values, options = fn._bind(args, dict(kwargs))
+            seen.append((fn, fn._specialize(values)[0], gpu_options(options)))
 
+        def one_call(fn, *args, quantiles=None, **kwargs):
+            fn()
+            return [1.0] * len(quantiles) if quantiles else 1.0
+
+        self.saved_bench = Autotuner._do_bench, tilec.testing.do_bench
         JITFunction.run = record
+        Autotuner._do_bench = lambda tuner, device: one_call
+        tilec.testing.do_bench = one_call
         return self
 
     def __exit__(self, *exc):
         JITFunction.run = self.saved
+        Autotuner._do_bench, tilec.testing.do_bench = self.saved_bench
 
 
 def training_launches(launches):
@@ -103,12 +119,42 @@ def tutorial06_launches(launches):
                         for fn, a, k in launches.seen[before:])
 
 
-def own_compile_ms(fn, args, kwargs, arch, reps):
+def matmul_tutorial_launches(launches):
+    """Tutorials 03 and 09 (each config their autotuners keep), fp16 512^3;
+    09's persistent kernels need a GPU (their grids read its SM count)."""
+    from tutorials import tutorial_path
+    a = torch.empty(512, 512, dtype=torch.float16)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (its module-level benchmark prints a table)
+        t03 = load_kernels("own_compile_t03", True, tutorial_path("03-matrix-multiplication.py"))
+    t03.matmul(a, a)  # (its module-level benchmark launched it already, at other sizes)
+    yield from ((f"t03 {fn.__name__}", fn, args, k) for fn, args, k in launches.seen)
+    t09 = load_kernels("own_compile_t09", True, tutorial_path("09-persistent-matmul.py"))
+    for name, extra in [("matmul", ()), ("matmul_persistent", ()), ("matmul_tma", (False,)),
+                        ("matmul_tma_persistent", (False,)),
+                        ("matmul_descriptor_persistent", (False,))]:
+        before = len(launches.seen)
+        try:
+            getattr(t09, name)(a, a, *extra)
+        except Exception as e:  # noqa: BLE001  (a CPU-only torch, no TMA on this machine)
+            print(f"(t09 {name} left out: {type(e).__name__}: {str(e)[:80]})")
+            continue
+        yield from ((f"t09 {name} {fn.__name__}", fn, args, k)
+                    for fn, args, k in launches.seen[before:])
+
+
+def config_name(fn, specs, options):
+    """The kernel's first integer constexpr parameters (its block sizes, mostly),
+    its warps and stages."""
+    ints = [specs[i][1] for i in fn.constexprs if type(specs[i][1]) is int][:4]
+    o = {**DEFAULT_GPU_OPTIONS, **options}
+    return "x".join(map(str, ints)) + f" w{o['num_warps']}s{o['num_stages']}"
+
+
+def own_compile_ms(fn, specs, options, arch, reps):
     """The kernel compiled `reps` times for `arch` as its launch would: its times
     (Tile IR + PTX) and its PTX lines."""
-    values, options = fn._bind(args, dict(kwargs))
-    specs = fn._specialize(values)[0]
-    o = {**DEFAULT_GPU_OPTIONS, **gpu_options(options)}
+    o = {**DEFAULT_GPU_OPTIONS, **options}
     times, lines = [], 0
     for _ in range(reps):
         start = time.perf_counter()
@@ -135,9 +181,9 @@ def main():
     try:
         from tutorials import tutorial_path
         tutorial_path("06-fused-attention.py")
-        sources.append(tutorial06_launches)
+        sources += [tutorial06_launches, matmul_tutorial_launches]
     except SystemExit as e:
-        print(f"(tutorial 06 left out: {e})")
+        print(f"(the tutorials left out: {e})")
     rows, seen = [], set()
     for source in sources:
         with Launches() as launches:
@@ -145,20 +191,20 @@ def main():
         for name, fn, a, k in found:
             if args.only and args.only not in name:
                 continue
-            values, options = fn._bind(a, dict(k))
-            key = (id(fn), fn._specialize(values)[0], tuple(sorted(gpu_options(options).items())))
+            key = (id(fn), a, tuple(sorted(k.items())))
             if key in seen:  # the same kernel launched again
                 continue
             seen.add(key)
             times, lines = own_compile_ms(fn, a, k, arch, args.reps)
+            name = f"{name} {config_name(fn, a, k)}"
             rows.append((name, min(times), statistics.median(times), lines))
-            print(f"{name:<48} {rows[-1][1]:7.2f} {rows[-1][2]:7.2f} {lines:7d}", flush=True)
+            print(f"{name:<60} {rows[-1][1]:7.2f} {rows[-1][2]:7.2f} {lines:7d}", flush=True)
     print(f"\nown compile for {arch}, ms (min, median of {args.reps}), PTX lines; "
           f"{tilec.__name__} on {os.cpu_count()} CPUs")
     over = [r for r in rows if r[2] > GOAL_MS]
     print(f"{len(rows)} kernels; median above {GOAL_MS} ms: {len(over)}")
     for name, low, mid, lines in sorted(over, key=lambda r: -r[2]):
-        print(f"  {name:<46} {low:7.2f} {mid:7.2f} {lines:7d}")
+        print(f"  {name:<58} {low:7.2f} {mid:7.2f} {lines:7d}")
 
 
 if __name__ == "__main__":

@@ -438,6 +438,23 @@ def test_other_keyword_arguments_pass_through():
     np.testing.assert_array_equal(out, x + 1)
 
 
+
+def test_amd_options_in_configs_and_launches_are_taken_and_ignored_as_triton_does():
+    # Configs shared between vendors carry AMD's options; Triton ignores them on NVIDIA.
+    kernel, bench = counted([tilec.Config({"BLOCK": 64, "matrix_instr_nonkdim": 16,
+                                           "waves_per_eu": 2, "kpack": 2}, num_warps=4)])
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    kernel[bench.grid(100)](x, out, 100)
+    np.testing.assert_array_equal(out, x + 1)
+    out[:] = 0
+    add_one_kernel[grid(100)](x, out, 100, BLOCK=64, schedule_hint="attention",
+                              allow_flush_denorm=True)
+    np.testing.assert_array_equal(out, x + 1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'num_warp'"):
+        add_one_kernel[grid(100)](x, out, 100, BLOCK=64, num_warp=4)  # a typo stays an error
+
+
 # --- warmup
 
 

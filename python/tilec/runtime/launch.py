@@ -17,6 +17,9 @@ LAUNCH_OPTIONS = (
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid",
     "warmup", "stream", "device", "device_type", "launch_cooperative_grid", "debug",
     "num_threads", "launch_pdl", "extern_libs", "warp_specialize_loops",
+    # AMD's options, which Triton takes and ignores on NVIDIA (and tilec everywhere):
+    # configs shared between the vendors pass them.
+    "waves_per_eu", "matrix_instr_nonkdim", "kpack", "allow_flush_denorm", "schedule_hint",
 )
 
 
