@@ -478,6 +478,7 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   const std::vector<int> &map = registerMap(v.layout, to);
   if (!map.empty()) {
     TVal out{to, {}};
+    out.regs.reserve(map.size());
     for (int r : map)
       out.regs.push_back(v.regs[r]);
     return out;
@@ -521,6 +522,7 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
     if (from->shape[dim] == 1)
       readStrides[dim] = 0;
   TVal out{to, {}};
+  out.regs.reserve(to->numRegs());
   // A broadcast last dim is read at one index: no runs along it.
   run = from->shape.back() == 1 ? 1 : sharedRun(*to, d);
   if (tile) {

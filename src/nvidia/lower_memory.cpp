@@ -324,7 +324,7 @@ void Lowering::lowerLoad(const Op &op) {
   addressesFromFirst(*this, op.operand(0), ptr, d, vec);
   std::vector<std::string> regs =
       loadElements(ptr, d, maskValue ? &mask : nullptr, hasOther ? &other : nullptr, vec);
-  bind(op.result(), TVal{ptr.layout, regs});
+  bind(op.result(), TVal{ptr.layout, std::move(regs)});
 }
 
 void Lowering::lowerStore(const Op &op) {
