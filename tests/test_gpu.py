@@ -257,6 +257,33 @@ def test_fp8_below_sm89_is_a_clear_error():
                       target="sm_80")
 
 
+
+@tilec.jit
+def loop_dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_moves_that_split_a_register_into_unread_parts_are_dropped():
+    # f16 tiles are loaded in 32-bit words, split into halves, and staged for the
+    # dot as words again: the halves nobody reads must not reach ptxas.
+    k = tilec.compile(loop_dot_kernel, signature={"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                                  "c_ptr": "*fp32", "K": "i32"},
+                      constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90a", num_stages=1)
+    lines = k.asm["ptx"].split("\n")
+    splits = [line for line in lines if line.strip().startswith("mov.b32 {")]
+    rest = "\n".join(line for line in lines
+                     if line not in splits and not line.strip().startswith(".reg"))
+    for line in splits:
+        for reg in re.findall(r"%h\d+", line.split("}")[0]):
+            assert re.search(re.escape(reg) + r"\b", rest), line
+
+
 def test_more_dims_than_the_gpu_backend_takes_is_a_clear_error():
     @tilec.jit
     def rank9(x_ptr, out_ptr):

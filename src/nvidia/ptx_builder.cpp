@@ -1,6 +1,7 @@
 // PTX text building.
 #include "nvidia/ptx_builder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -168,27 +169,41 @@ size_t spaceFrom(std::string_view line, size_t i) {
   return i;
 }
 
-// The register a pure instruction writes when it writes exactly one (the
-// index of its reference in `regs`), else -1. `i`: the line's first byte
-// that is not blank.
-int deadCandidate(std::string_view line, size_t i, const std::vector<RegRef> &regs) {
+// The registers a pure instruction writes, as [first, last) of its
+// references in `regs`: one destination, or a braced list of them (a move
+// that splits a register into parts: mov.b32 {%h1, %h2}, %r1); empty when
+// the line is not such an instruction. `i`: the line's first byte that is
+// not blank.
+std::pair<int, int> deadCandidate(std::string_view line, size_t i,
+                                  const std::vector<RegRef> &regs) {
+  const std::pair<int, int> none{0, 0};
   if (i >= line.size() || line.back() != ';')
-    return -1;
+    return none;
   int first = 0;
   if (line[i] == '@') { // a guard
     i = spaceFrom(line, i);
     if (i == line.size())
-      return -1;
+      return none;
     ++i;
     first = 1;
   }
   size_t end = spaceFrom(line, i);
   if (end == line.size() || end == i || !pureOpcode(line.substr(i, end - i)) ||
       (int)regs.size() <= first)
-    return -1;
+    return none;
+  if (line[end + 1] == '{') { // every register up to the '}', the operands' comma after it
+    size_t close = line.find('}', end + 1);
+    if (close == std::string_view::npos || close + 1 >= line.size() || line[close + 1] != ',')
+      return none;
+    int last = first;
+    while (last < (int)regs.size() && regs[last].end <= close)
+      ++last;
+    return last > first ? std::pair<int, int>{first, last} : none;
+  }
   // The destination is exactly that register, the operands' comma after it.
   const RegRef &dst = regs[first];
-  return dst.begin == end + 1 && dst.end < line.size() && line[dst.end] == ',' ? first : -1;
+  bool one = dst.begin == end + 1 && dst.end < line.size() && line[dst.end] == ',';
+  return one ? std::pair<int, int>{first, first + 1} : none;
 }
 
 // Drops instructions whose result nobody reads, until none is left: the
@@ -213,8 +228,11 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
     bases[c] = numRegs;
     numRegs += counts[c] + 1;
   }
-  std::vector<int> reads(numRegs, 0), dst;
-  dst.reserve(size / 24);
+  std::vector<int> reads(numRegs, 0);
+  // The registers each candidate writes: dsts[dstStart[k] .. dstStart[k + 1]).
+  std::vector<int> dsts;
+  std::vector<size_t> dstStart(1, 0);
+  dstStart.reserve(size / 24);
   std::vector<RegRef> regs;
   // The registers each candidate reads: sources[sourceStart[k] .. sourceStart[k + 1]).
   std::vector<int> sources;
@@ -233,13 +251,16 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
         ++first;
       char c = first == line.size() ? ' ' : line[first];
       scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
-      // Every register but the destination is read, a guard's predicate too.
-      int written = scopes <= 0 && c != '}' ? deadCandidate(line, first, regs) : -1;
-      dst.push_back(written >= 0 ? regs[written].id : -1);
-      for (size_t r = 0; r < regs.size(); ++r)
-        if ((int)r != written) {
+      // Every register but the destinations is read, a guard's predicate too.
+      auto [from, to] = scopes <= 0 && c != '}' ? deadCandidate(line, first, regs)
+                                                : std::pair<int, int>{0, 0};
+      for (int r = from; r < to; ++r)
+        dsts.push_back(regs[r].id);
+      dstStart.push_back(dsts.size());
+      for (int r = 0; r < (int)regs.size(); ++r)
+        if (r < from || r >= to) {
           ++reads[regs[r].id];
-          if (written >= 0)
+          if (to > from)
             sources.push_back(regs[r].id);
         }
       sourceStart.push_back(sources.size());
@@ -250,7 +271,9 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t k = lines.size(); k-- > 0;) {
-      if (dead[k] || dst[k] < 0 || reads[dst[k]] > 0)
+      if (dead[k] || dstStart[k] == dstStart[k + 1] ||
+          std::any_of(dsts.begin() + dstStart[k], dsts.begin() + dstStart[k + 1],
+                      [&](int d) { return reads[d] > 0; }))
         continue;
       dead[k] = changed = true;
       for (size_t r = sourceStart[k]; r < sourceStart[k + 1]; ++r)
