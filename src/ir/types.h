@@ -99,9 +99,7 @@ struct Type {
   // The same shape with another element dtype (not a pointer).
   Type withDType(DType d) const;
 
-  bool operator==(const Type &o) const {
-    return shape == o.shape && sameElement(o);
-  }
+  bool operator==(const Type &o) const { return shape == o.shape && sameElement(o); }
   bool operator!=(const Type &o) const { return !(*this == o); }
 
   // Text form: i32, !ptr<f32>, !blockptr<f16, 64x64>, tensor<128x64xf32>,

@@ -224,8 +224,10 @@ private:
     case OpKind::Select: {
       const AxisInfo &c = get(op.operand(0)), &x = get(op.operand(1)), &y = get(op.operand(2));
       for (int d = 0; d < n; ++d) {
-        out.dims[d].constancy = std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].constancy, y.dims[d].constancy));
-        out.dims[d].contiguity = std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].contiguity, y.dims[d].contiguity));
+        out.dims[d].constancy =
+            std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].constancy, y.dims[d].constancy));
+        out.dims[d].contiguity =
+            std::gcd(c.dims[d].constancy, std::gcd(x.dims[d].contiguity, y.dims[d].contiguity));
         out.dims[d].divisibility = std::gcd(x.dims[d].divisibility, y.dims[d].divisibility);
       }
       return out;
@@ -244,9 +246,9 @@ private:
     for (int d = 0; d < dims(t); ++d) {
       // c - arange runs backwards: only a - c keeps a's contiguity.
       out.dims[d].contiguity = op.kind == OpKind::Sub
-                              ? std::gcd(a.dims[d].contiguity, b.dims[d].constancy)
-                              : std::max(std::gcd(a.dims[d].contiguity, b.dims[d].constancy),
-                                         std::gcd(a.dims[d].constancy, b.dims[d].contiguity));
+                                   ? std::gcd(a.dims[d].contiguity, b.dims[d].constancy)
+                                   : std::max(std::gcd(a.dims[d].contiguity, b.dims[d].constancy),
+                                              std::gcd(a.dims[d].constancy, b.dims[d].contiguity));
       int64_t bdiv = std::min(b.dims[d].divisibility * scale, kMaxDivisibility);
       out.dims[d].divisibility = std::gcd(a.dims[d].divisibility, bdiv);
       out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
@@ -258,7 +260,8 @@ private:
     const AxisInfo &a = get(op.operand(0)), &b = get(op.operand(1));
     AxisInfo out = pessimistic(t);
     for (int d = 0; d < dims(t); ++d) {
-      out.dims[d].divisibility = std::min(a.dims[d].divisibility * b.dims[d].divisibility, kMaxDivisibility);
+      out.dims[d].divisibility =
+          std::min(a.dims[d].divisibility * b.dims[d].divisibility, kMaxDivisibility);
       out.dims[d].constancy = std::gcd(a.dims[d].constancy, b.dims[d].constancy);
     }
     return out;
@@ -294,9 +297,11 @@ private:
       bool runLeft = op.kind == OpKind::CmpLt || op.kind == OpKind::CmpGe;
       bool runRight = op.kind == OpKind::CmpGt || op.kind == OpKind::CmpLe;
       if (runLeft && isConstantAlong(b, bt, d))
-        c = std::max(c, std::gcd(a.dims[d].contiguity, std::gcd(a.dims[d].divisibility, b.dims[d].divisibility)));
+        c = std::max(c, std::gcd(a.dims[d].contiguity,
+                                 std::gcd(a.dims[d].divisibility, b.dims[d].divisibility)));
       if (runRight && isConstantAlong(a, at, d))
-        c = std::max(c, std::gcd(b.dims[d].contiguity, std::gcd(b.dims[d].divisibility, a.dims[d].divisibility)));
+        c = std::max(c, std::gcd(b.dims[d].contiguity,
+                                 std::gcd(b.dims[d].divisibility, a.dims[d].divisibility)));
       out.dims[d].constancy = c;
     }
     return out;

@@ -32,9 +32,8 @@ constexpr int64_t kMaxConvertBytes = 64 * 1024;
 std::vector<int> contiguityOrder(const AxisInfo &info) {
   std::vector<int> order(info.dims.size());
   std::iota(order.rbegin(), order.rend(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return info.dims[a].contiguity > info.dims[b].contiguity;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return info.dims[a].contiguity > info.dims[b].contiguity; });
   return order;
 }
 

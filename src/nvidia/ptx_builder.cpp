@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 namespace tilec::nvidia {
@@ -252,8 +252,8 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
       char c = first == line.size() ? ' ' : line[first];
       scopes += c == '{' ? 1 : c == '}' ? -1 : 0;
       // Every register but the destinations is read, a guard's predicate too.
-      auto [from, to] = scopes <= 0 && c != '}' ? deadCandidate(line, first, regs)
-                                                : std::pair<int, int>{0, 0};
+      auto [from, to] =
+          scopes <= 0 && c != '}' ? deadCandidate(line, first, regs) : std::pair<int, int>{0, 0};
       for (int r = from; r < to; ++r)
         dsts.push_back(regs[r].id);
       dstStart.push_back(dsts.size());
