@@ -15,7 +15,6 @@ tutorials need the conformance folder). The goal: <= 5 ms each.
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import os
 import statistics
@@ -31,13 +30,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 os.environ["PYTEST_VERSION"] = "1"  # tutorial 06 keeps the one config its tests use
 
-from gpu import load_kernels  # noqa: E402  (sets fresh cache folders)
-
-import tilec  # noqa: E402
-from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS  # noqa: E402
-from tilec.runtime.autotuner import Autotuner  # noqa: E402
-from tilec.runtime.jit import JITFunction  # noqa: E402
-from tilec.runtime.launch import gpu_options  # noqa: E402
+import tilec
+from gpu import load_kernels
+from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS
+from tilec.runtime.autotuner import Autotuner
+from tilec.runtime.jit import JITFunction
+from tilec.runtime.launch import gpu_options
 
 GOAL_MS = 5.0
 
