@@ -112,7 +112,6 @@ unsigned LinearLayout::replicatedWarpMask() const {
   return mask;
 }
 
-// Built by appending: the lowering keys its caches by this text.
 size_t LinearLayout::hash() const {
   size_t h = shape.size();
   auto mix = [&](int64_t v) { h = h * 1000003u ^ (size_t)v; };
@@ -127,6 +126,7 @@ size_t LinearLayout::hash() const {
   return h;
 }
 
+// Built by appending: the lowering keys its caches by this text.
 std::string LinearLayout::str() const {
   std::string os;
   auto list = [&](const char *name, const std::vector<Coords> &bases) {
