@@ -32,7 +32,7 @@ os.environ["PYTEST_VERSION"] = "1"  # tutorial 06 keeps the one config its tests
 
 import tilec
 from gpu import load_kernels
-from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS
+from tilec.compiler.compiler import DEFAULT_GPU_OPTIONS, emit_ptx
 from tilec.runtime.autotuner import Autotuner
 from tilec.runtime.jit import JITFunction
 from tilec.runtime.launch import gpu_options
@@ -162,9 +162,7 @@ def own_compile_ms(fn, specs, options, arch, reps):
     for _ in range(reps):
         start = time.perf_counter()
         compiled, _ = fn._compile_ir(specs, arch)
-        gpu = compiled.to_gpu(arch, o["num_warps"], o["num_stages"], o["enable_fp_fusion"],
-                              o["debug"], assemble=False, maxnreg=o.get("maxnreg") or 0,
-                              warp_specialize_loops=bool(o.get("warp_specialize_loops")))
+        gpu = emit_ptx(compiled, arch, o, o["num_stages"])
         times.append((time.perf_counter() - start) * 1e3)
         lines = gpu.ptx.count("\n")
     return times, lines

@@ -44,6 +44,17 @@ def max_shared_memory(arch):
     return _MAX_SHARED.get(_C.arch_number(arch), 101376)
 
 
+def emit_ptx(compiled, arch, options, stages, defer_tma_stores=True):
+    """The kernel's PTX for `arch` with `stages` pipeline stages (no ptxas):
+    `compile_gpu`'s one step, which benchmarks/own_compile.py times."""
+    return compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
+                           options["debug"], assemble=False, maxnreg=options.get("maxnreg") or 0,
+                           defer_tma_stores=defer_tma_stores,
+                           warp_specialize_loops=bool(options.get("warp_specialize_loops")),
+                           launch_pdl=bool(options.get("launch_pdl")),
+                           launch_cooperative_grid=bool(options.get("launch_cooperative_grid")))
+
+
 def compile_gpu(compiled, arch, options):
     """PTX (and a cubin where ptxas or nvJitLink is found) for a compiled kernel.
 
@@ -53,16 +64,10 @@ def compile_gpu(compiled, arch, options):
     rather than failing: kernels tuned on bigger cards still run."""
     stages = options["num_stages"]
     limit = max_shared_memory(arch)
-    launch = {"launch_pdl": bool(options.get("launch_pdl")),
-              "launch_cooperative_grid": bool(options.get("launch_cooperative_grid"))}
     defer = True
     try:
         while True:  # PTX first; ptxas only for the one that fits
-            gpu = compiled.to_gpu(arch, options["num_warps"], stages, options["enable_fp_fusion"],
-                                  options["debug"], assemble=False,
-                                  maxnreg=options.get("maxnreg") or 0, defer_tma_stores=defer,
-                                  warp_specialize_loops=bool(options.get("warp_specialize_loops")),
-                                  **launch)
+            gpu = emit_ptx(compiled, arch, options, stages, defer)
             if gpu.shared <= limit:
                 break
             if defer and gpu.staging_bytes:  # the same PTX without: nothing to give back
@@ -87,9 +92,10 @@ def compile_gpu(compiled, arch, options):
 
 @functools.lru_cache(maxsize=None)
 def _compile_gpu_version():
-    """A hash of compile_gpu's code: what it chooses (stages, TMA stores' own
-    tiles) is in the cached kernel, so a changed choice is a new key."""
-    return _C.hash_hex(marshal.dumps(compile_gpu.__code__))
+    """A hash of compile_gpu's code and emit_ptx's: what they choose (stages, TMA
+    stores' own tiles, the options passed on) is in the cached kernel, so a changed
+    choice is a new key."""
+    return _C.hash_hex(marshal.dumps((compile_gpu.__code__, emit_ptx.__code__)))
 
 
 def gpu_kernel(kernel, compiled, specs, globals_read, arch, options):
