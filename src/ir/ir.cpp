@@ -139,10 +139,41 @@ Value *Builder::constFloat(double v, Type t) {
   return op->result();
 }
 
-int useCount(const UseCounts &counts, const Value *v) {
-  auto it = counts.find(v);
-  return it == counts.end() ? 0 : it->second;
+UseCounts::UseCounts(size_t values) {
+  size_t n = 16;
+  while (n < 2 * values)
+    n *= 2;
+  slots_.assign(n, {nullptr, 0});
 }
+
+size_t UseCounts::slot(const Value *v) const {
+  size_t mask = slots_.size() - 1;
+  size_t i = (reinterpret_cast<uintptr_t>(v) >> 4) * 0x9E3779B97F4A7C15ull >> 20 & mask;
+  while (slots_[i].first && slots_[i].first != v)
+    i = (i + 1) & mask;
+  return i;
+}
+
+int &UseCounts::operator[](const Value *v) {
+  size_t i = slot(v);
+  if (slots_[i].first)
+    return slots_[i].second;
+  if (2 * (used_ + 1) > slots_.size()) { // at most half full
+    std::vector<std::pair<const Value *, int>> old(2 * slots_.size(), {nullptr, 0});
+    old.swap(slots_);
+    for (auto &e : old)
+      if (e.first)
+        slots_[slot(e.first)] = e;
+    i = slot(v);
+  }
+  ++used_;
+  slots_[i] = {v, 0};
+  return slots_[i].second;
+}
+
+int UseCounts::get(const Value *v) const { return slots_[slot(v)].second; }
+
+int useCount(const UseCounts &counts, const Value *v) { return counts.get(v); }
 
 bool isDefinedIn(const Value *v, const Block &block) {
   for (const Block *b = v->def ? v->def->parent : v->owner; b;
@@ -222,8 +253,7 @@ std::unique_ptr<Function> cloneFunction(const Function &fn) {
 UseCounts countUses(const Block &block) {
   size_t ops = 0; // (buckets for every op's result first: no rehashing as it fills)
   walk(const_cast<Block &>(block), [&](Op *) { ++ops; });
-  UseCounts counts;
-  counts.reserve(ops);
+  UseCounts counts(ops);
   walk(const_cast<Block &>(block), [&](Op *op) {
     for (const Value *v : op->operands)
       ++counts[v];

@@ -153,8 +153,21 @@ Op *insertOp(Block &block, size_t at, OpKind kind, std::vector<Value *> operands
 // Replaces every use of `from` with `to` inside `block` and its regions.
 void replaceAllUses(Block &block, Value *from, Value *to);
 
+// How many times each value is an operand: an open-addressed table (the
+// passes count every operand of a kernel, and a node per value costs more).
+class UseCounts {
+public:
+  explicit UseCounts(size_t values = 0);
+  // The count of `v`, added as 0 if absent (the reference lasts until the next add).
+  int &operator[](const Value *v);
+  int get(const Value *v) const;
+
+private:
+  size_t slot(const Value *v) const;
+  std::vector<std::pair<const Value *, int>> slots_; // size a power of 2; null: free
+  size_t used_ = 0;
+};
 // How many times each value is an operand inside `block` and its regions.
-using UseCounts = std::unordered_map<const Value *, int>;
 UseCounts countUses(const Block &block);
 // How many uses `counts` has of `v` (0 when it has none).
 int useCount(const UseCounts &counts, const Value *v);

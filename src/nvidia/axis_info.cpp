@@ -20,7 +20,7 @@ int64_t powerOf2Dividing(int64_t v) {
 int dims(const Type &t) { return std::max(1, t.rank()); }
 int64_t extent(const Type &t, int d) { return t.isTensor() ? t.shape[d] : 1; }
 
-AxisInfo pessimistic(const Type &t) { return AxisInfo{std::vector<AxisInfo::Dim>(dims(t))}; }
+AxisInfo pessimistic(const Type &t) { return AxisInfo{RankVector<AxisInfo::Dim>(dims(t))}; }
 
 AxisInfo uniform(const Type &t, int64_t divisibility) {
   AxisInfo info = pessimistic(t);

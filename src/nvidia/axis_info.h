@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "nvidia/rank_vector.h"
 
 namespace tilec::nvidia {
 
@@ -23,7 +24,7 @@ struct AxisInfo {
     }
   };
   // One entry per dim; scalars have one entry.
-  std::vector<Dim> dims;
+  RankVector<Dim> dims;
 };
 
 using AxisInfoMap = std::unordered_map<const Value *, AxisInfo>;

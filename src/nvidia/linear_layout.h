@@ -15,63 +15,13 @@
 #include <vector>
 
 #include "ir/types.h"
+#include "nvidia/rank_vector.h"
 
 namespace tilec::nvidia {
 
-// Tensor coordinates, one per dim, held in place: a layout holds dozens of
-// them and layouts are copied often. The GPU backend takes tensors of up to
-// kMaxRank dims.
-class Coords {
-public:
-  static constexpr int kMaxRank = 8;
-  Coords() = default;
-  explicit Coords(size_t rank, int64_t value = 0) : size_(checked(rank)) {
-    std::fill(v_.begin(), v_.begin() + size_, value);
-  }
-  Coords(std::initializer_list<int64_t> values) : size_(checked(values.size())) {
-    std::copy(values.begin(), values.end(), v_.begin());
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  int64_t &operator[](size_t d) { return v_[d]; }
-  int64_t operator[](size_t d) const { return v_[d]; }
-  int64_t back() const { return v_[size_ - 1]; }
-  int64_t *begin() { return v_.data(); }
-  int64_t *end() { return v_.data() + size_; }
-  const int64_t *begin() const { return v_.data(); }
-  const int64_t *end() const { return v_.data() + size_; }
-  void push_back(int64_t value) {
-    checked(size_ + 1u);
-    v_[size_++] = value;
-  }
-  // Inserts `value` before `at`, as std::vector::insert.
-  void insert(const int64_t *at, int64_t value) {
-    size_t k = at - v_.data();
-    checked(size_ + 1u);
-    std::copy_backward(v_.begin() + k, v_.begin() + size_, v_.begin() + size_ + 1);
-    v_[k] = value;
-    ++size_;
-  }
-  bool operator==(const Coords &o) const { // (a loop: std::equal calls memcmp)
-    if (size_ != o.size_)
-      return false;
-    for (size_t d = 0; d < size_; ++d)
-      if (v_[d] != o.v_[d])
-        return false;
-    return true;
-  }
-  bool operator!=(const Coords &o) const { return !(*this == o); }
-
-private:
-  static uint8_t checked(size_t rank) {
-    if (rank > (size_t)kMaxRank)
-      throw std::length_error("tensors of more than " + std::to_string(kMaxRank) +
-                              " dims are not supported on the GPU");
-    return (uint8_t)rank;
-  }
-  std::array<int64_t, kMaxRank> v_{};
-  uint8_t size_ = 0;
-};
+// Tensor coordinates, one per dim (rank_vector.h): a layout holds dozens of
+// them and layouts are copied often.
+using Coords = RankVector<int64_t>;
 
 struct LinearLayout {
   std::vector<int64_t> shape; // powers of 2

@@ -182,7 +182,7 @@ void Lowering::lowerAtomic(const Op &op) {
   bool replicated = !layout || layout->replicatedLaneMask() || layout->replicatedWarpMask();
   if (poll && !replicated)
     barrier(); // the block waits for every poll
-  if (replicated && (poll || uses().count(op.result()))) {
+  if (replicated && (poll || useCount(uses(), op.result()) > 0)) {
     int bytes = storageBytes(d);
     int64_t numel = op.result()->type.isTensor() ? op.result()->type.numel() : 1;
     needShared(numel * bytes);

@@ -2,6 +2,7 @@
 // bytes where axis info proves the addresses contiguous and aligned and the
 // mask constant, and block pointers lowered to addresses and masks.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -134,14 +135,16 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
 
 std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w) {
   std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
-  L.b.emit("mov.b32 {" + lo + ", " + hi + "}, " + w);
-  L.unpackedFrom.emplace(lo + "," + hi, w);
+  std::string halves = "{";
+  halves.append(lo).append(", ").append(hi) += '}';
+  L.b.emitWith("mov.b32", halves, std::array<std::string_view, 1>{w});
+  L.unpackedFrom.try_emplace(lo, hi, w);
   return {lo, hi};
 }
 
 std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi) {
-  if (auto it = L.unpackedFrom.find(lo + "," + hi); it != L.unpackedFrom.end())
-    return it->second;
+  if (auto it = L.unpackedFrom.find(lo); it != L.unpackedFrom.end() && it->second.first == hi)
+    return it->second.second;
   return L.opReg("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
 }
 

@@ -286,9 +286,10 @@ public:
   int printStrings = 0;
   AxisInfoMap axisInfo;
   std::string tid, lane, warp; // b32 registers set in the prologue
-  // The 32-bit word each pair of 16-bit registers was unpacked from ("lo,hi"):
-  // packing them again reuses it. Both are written once, where unpacked.
-  std::unordered_map<std::string, std::string> unpackedFrom;
+  // The 32-bit word each pair of 16-bit registers was unpacked from, by the
+  // low half: {hi, word}. Packing the pair again reuses the word. Each half is
+  // written once, where unpacked.
+  std::unordered_map<std::string, std::pair<std::string, std::string>> unpackedFrom;
 
   [[noreturn]] void unsupported(const Op &op, const std::string &what);
   TVal &val(const Value *v);

@@ -125,6 +125,26 @@ int prefixClass(std::string_view letters) {
   return -1;
 }
 
+// The first '%' or '\n' in [p, end), or end: eight bytes at a time (the
+// text between registers is most of a line).
+inline const char *nextPercentOrNewline(const char *p, const char *end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  if constexpr (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    for (; end - p >= 8; p += 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      uint64_t percents = word ^ (kOnes * '%'), newlines = word ^ (kOnes * '\n');
+      // A byte's high bit is set where it was zero; exact up to the first one.
+      uint64_t found = ((percents - kOnes) & ~percents & kHighs) |
+                       ((newlines - kOnes) & ~newlines & kHighs);
+      if (found)
+        return p + __builtin_ctzll(found) / 8;
+    }
+  while (p < end && *p != '%' && *p != '\n')
+    ++p;
+  return p;
+}
+
 struct RegRef {
   int id;            // dense: each class's numbers after the classes before it
   size_t begin, end; // where in the line
@@ -142,8 +162,7 @@ __attribute__((noinline)) size_t scanLine(std::string_view text, size_t at,
   out.clear();
   const char *line = text.data() + at, *end = text.data() + text.size(), *p = line;
   for (;;) {
-    while (p < end && *p != '%' && *p != '\n')
-      ++p;
+    p = nextPercentOrNewline(p, end);
     if (p == end || *p == '\n')
       break;
     const char *letters = p + 1, *q = letters;
@@ -325,9 +344,13 @@ std::string imm(int64_t v) { return std::to_string(v); }
 
 std::string regList(const std::vector<std::string> &regs) {
   std::string s = "{";
-  for (size_t k = 0; k < regs.size(); ++k)
-    s += (k ? ", " : "") + regs[k];
-  return s + "}";
+  for (size_t k = 0; k < regs.size(); ++k) {
+    if (k)
+      s += ", ";
+    s += regs[k];
+  }
+  s += '}';
+  return s;
 }
 
 std::string immF32(double v) {
