@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <string_view>
 
 namespace tilec::nvidia {
@@ -89,23 +90,30 @@ bool pureOpcode(std::string_view op) {
       "and", "or",  "not",  "shl",  "shr",  "bfe", "bfi",  "min",  "max",  "neg",
       "abs", "fma", "prmt", "lop3", "shf",  "cnot", "popc", "clz", "div",  "rem",
       "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",  "tanh"};
+  // Which of them start with each letter (a bit each): most lines test one or two.
+  static const std::array<uint64_t, 26> kByFirst = [] {
+    std::array<uint64_t, 26> by{};
+    for (size_t k = 0; k < std::size(kPure); ++k)
+      by[kPure[k][0] - 'a'] |= uint64_t(1) << k;
+    return by;
+  }();
   size_t dot = 0;
   while (dot < op.size() && op[dot] != '.')
     ++dot;
   std::string_view base = op.substr(0, dot);
-  if (base.empty())
+  if (base.empty() || base[0] < 'a' || base[0] > 'z')
     return false;
   // (By hand: the library's comparison is a memcmp call per candidate.)
   auto same = [&](std::string_view p) {
     if (p.size() != base.size())
       return false;
-    for (size_t k = 0; k < p.size(); ++k)
+    for (size_t k = 1; k < p.size(); ++k)
       if (p[k] != base[k])
         return false;
     return true;
   };
-  for (std::string_view p : kPure)
-    if (same(p))
+  for (uint64_t candidates = kByFirst[base[0] - 'a']; candidates; candidates &= candidates - 1)
+    if (same(kPure[__builtin_ctzll(candidates)]))
       // .cc sets the carry flag another instruction reads
       return op.find(".cc") == std::string_view::npos;
   return false;
