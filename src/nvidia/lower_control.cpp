@@ -1,7 +1,8 @@
 // Structured control flow (for, if, while) as branches over uniform scalar
 // conditions, loop-carried values as registers the loop rewrites, and the
 // debugging ops (device printf through vprintf, asserts in debug mode).
-#include <unordered_set>
+#include <algorithm>
+#include <array>
 
 #include "nvidia/lowering.h"
 
@@ -14,10 +15,11 @@ std::string moveInstr(RegClass rc) { return std::string("mov") + regType(rc); }
 // Fresh registers shaped like `v`, holding its values.
 TVal copyInto(Lowering &L, const TVal &v, DType d) {
   TVal out{v.layout, {}};
+  out.regs.reserve(v.regs.size());
+  std::string mov = moveInstr(regClassOf(d));
   for (const std::string &r : v.regs) {
-    std::string fresh = L.newReg(d);
-    L.b.emit(moveInstr(regClassOf(d)) + " " + fresh + ", " + r);
-    out.regs.push_back(fresh);
+    out.regs.push_back(L.newReg(d));
+    L.b.emitWith(mov, out.regs.back(), std::array<std::string_view, 1>{r});
   }
   return out;
 }
@@ -63,11 +65,11 @@ bool Lowering::ownsRegisters(const Value *v, const TVal &init) {
   if (!v->def || (v->def->kind != OpKind::For && v->def->kind != OpKind::If) ||
       useCount(uses(), v) != 1 || init.uniform || init.regs != val(v).regs)
     return false;
-  std::unordered_set<std::string_view> seen;
-  for (const std::string &r : init.regs)
-    if (r.empty() || r[0] != '%' || !seen.insert(r).second)
-      return false;
-  return true;
+  std::vector<std::string_view> regs(init.regs.begin(), init.regs.end());
+  std::sort(regs.begin(), regs.end());
+  return std::all_of(regs.begin(), regs.end(),
+                     [](std::string_view r) { return !r.empty() && r[0] == '%'; }) &&
+         std::adjacent_find(regs.begin(), regs.end()) == regs.end();
 }
 
 void Lowering::lowerFor(const Op &op) {

@@ -135,9 +135,13 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
 
 std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w) {
   std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
-  std::string halves = "{";
-  halves.append(lo).append(", ").append(hi) += '}';
-  L.b.emitWith("mov.b32", halves, std::array<std::string_view, 1>{w});
+  char text[64]; // {lo, hi}: registers are short
+  size_t n = 0;
+  for (std::string_view part : {std::string_view("{"), std::string_view(lo),
+                                std::string_view(", "), std::string_view(hi),
+                                std::string_view("}")})
+    n += part.copy(text + n, sizeof text - n);
+  L.b.emitWith("mov.b32", std::string_view(text, n), std::array<std::string_view, 1>{w});
   L.unpackedFrom.try_emplace(lo, hi, w);
   return {lo, hi};
 }

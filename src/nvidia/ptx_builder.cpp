@@ -352,6 +352,7 @@ std::string imm(int64_t v) { return std::to_string(v); }
 
 std::string regList(const std::vector<std::string> &regs) {
   std::string s = "{";
+  s.reserve(2 + 9 * regs.size());
   for (size_t k = 0; k < regs.size(); ++k) {
     if (k)
       s += ", ";
