@@ -137,9 +137,8 @@ std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w)
   std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
   char text[64]; // {lo, hi}: registers are short
   size_t n = 0;
-  for (std::string_view part : {std::string_view("{"), std::string_view(lo),
-                                std::string_view(", "), std::string_view(hi),
-                                std::string_view("}")})
+  for (std::string_view part : {std::string_view("{"), std::string_view(lo), std::string_view(", "),
+                                std::string_view(hi), std::string_view("}")})
     n += part.copy(text + n, sizeof text - n);
   L.b.emitWith("mov.b32", std::string_view(text, n), std::array<std::string_view, 1>{w});
   L.unpackedFrom.try_emplace(lo, hi, w);

@@ -143,8 +143,8 @@ inline const char *nextPercentOrNewline(const char *p, const char *end) {
       std::memcpy(&word, p, 8);
       uint64_t percents = word ^ (kOnes * '%'), newlines = word ^ (kOnes * '\n');
       // A byte's high bit is set where it was zero; exact up to the first one.
-      uint64_t found = ((percents - kOnes) & ~percents & kHighs) |
-                       ((newlines - kOnes) & ~newlines & kHighs);
+      uint64_t found =
+          ((percents - kOnes) & ~percents & kHighs) | ((newlines - kOnes) & ~newlines & kHighs);
       if (found)
         return p + __builtin_ctzll(found) / 8;
     }
