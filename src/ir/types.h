@@ -57,7 +57,8 @@ int dtypeBytes(DType d);
 // passes attach them (nvidia/assign_layouts.cpp) and its lowering reads them.
 struct Encoding {
   virtual ~Encoding() = default;
-  virtual std::string str() const = 0; // printed after the element type: #name<...>
+  // Printed after the element type: #name<...> (kept: types print it often).
+  virtual const std::string &str() const = 0;
   virtual bool equals(const Encoding &o) const = 0;
 };
 

@@ -390,7 +390,7 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
   return map;
 }
 
-std::string LayoutEncoding::str() const {
+const std::string &LayoutEncoding::str() const {
   if (text_.empty()) {
     std::string text = layout.str(); // #linear<...>
     text_ = "#" + kind + text.substr(text.find('<'));

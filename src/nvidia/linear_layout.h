@@ -93,7 +93,7 @@ struct LayoutEncoding : Encoding {
   const std::string kind;
   const LinearLayout layout;
   // Printed once (IR text prints it with every tensor type of the layout).
-  std::string str() const override;
+  const std::string &str() const override;
   bool equals(const Encoding &o) const override;
 
 private:

@@ -51,8 +51,10 @@ const char *regType(RegClass c) { return kDeclType[(int)c]; }
 std::string PtxBuilder::reg(RegClass c) {
   // Built in place: the lowering asks for one per value of every register.
   char text[24];
-  size_t n = std::strlen(kPrefix[(int)c]);
-  std::memcpy(text, kPrefix[(int)c], n);
+  const char *prefix = kPrefix[(int)c];
+  size_t n = 0;
+  while (prefix[n]) // (2 or 3 letters: a loop costs less than strlen and memcpy calls)
+    text[n] = prefix[n], ++n;
   char *end = std::to_chars(text + n, text + sizeof text, ++counts_[(int)c]).ptr;
   return std::string(text, end);
 }
