@@ -146,6 +146,11 @@ def matmul_tutorial_launches(launches, stack):
                     for fn, args, k in launches.seen[before:])
 
 
+SOURCES = {"training": training_launches, "gpu": gpu_py_launches,
+           "attention": attention_launches, "t06": tutorial06_launches,
+           "t03-t09": matmul_tutorial_launches}
+
+
 def config_name(fn, specs, options):
     """The kernel's first integer constexpr parameters (its block sizes, mostly),
     its warps and stages."""
@@ -172,24 +177,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--only", default=None, metavar="NAME",
-                        help="the kernels whose row name contains NAME")
+                        help="the kernels whose row (name and config) contains NAME")
+    parser.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES),
+                        help="whose launches to catch (fewer start faster)")
     args = parser.parse_args()
     arch = "sm_90a"
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability()
         arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    sources = [training_launches, gpu_py_launches, attention_launches]
+    sources = [SOURCES[name] for name in args.sources]
     try:
         from tutorials import tutorial_path
         tutorial_path("06-fused-attention.py")
-        sources += [tutorial06_launches, matmul_tutorial_launches]
     except SystemExit as e:
         print(f"(the tutorials left out: {e})")
+        sources = [s for s in sources if s not in (tutorial06_launches, matmul_tutorial_launches)]
     rows, seen = [], set()
     for source in sources:
         with Launches() as launches, contextlib.ExitStack() as stack:
             found = list(source(launches, stack))
         for name, fn, a, k in found:
+            name = f"{name} {config_name(fn, a, k)}"
             if args.only and args.only not in name:
                 continue
             key = (id(fn), a, tuple(sorted(k.items())))
@@ -197,7 +205,6 @@ def main():
                 continue
             seen.add(key)
             times, lines = own_compile_ms(fn, a, k, arch, args.reps)
-            name = f"{name} {config_name(fn, a, k)}"
             rows.append((name, min(times), statistics.median(times), lines))
             print(f"{name:<60} {rows[-1][1]:7.2f} {rows[-1][2]:7.2f} {lines:7d}", flush=True)
     print(f"\nown compile for {arch}, ms (min, median of {args.reps}), PTX lines; "
