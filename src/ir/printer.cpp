@@ -10,6 +10,7 @@
 
 #include "support/text.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,8 +24,13 @@ static void appendValue(std::string &out, const Value *v) {
     out += "%?";
     return;
   }
-  out += '%';
-  out += std::to_string(v->id);
+  char text[16] = {'%'};
+  out.append(text, std::to_chars(text + 1, text + sizeof text, v->id).ptr);
+}
+
+static void appendInt(std::string &out, int64_t v) {
+  char text[24];
+  out.append(text, std::to_chars(text, text + sizeof text, v).ptr);
 }
 
 // items[0], items[1], ... each appended by `append(out, item)`.
@@ -39,7 +45,7 @@ static void appendJoined(std::string &out, const T &items, F &&append) {
 
 static void appendAttr(std::string &out, const Attr &attr) {
   if (auto *i = std::get_if<int64_t>(&attr)) {
-    out += std::to_string(*i);
+    appendInt(out, *i);
   } else if (auto *f = std::get_if<double>(&attr)) {
     out += formatFloat(*f);
   } else if (auto *s = std::get_if<std::string>(&attr)) {
@@ -47,7 +53,7 @@ static void appendAttr(std::string &out, const Attr &attr) {
   } else {
     out += '[';
     appendJoined(out, std::get<std::vector<int64_t>>(attr),
-                 [](std::string &o, int64_t v) { o += std::to_string(v); });
+                 [](std::string &o, int64_t v) { appendInt(o, v); });
     out += ']';
   }
 }
