@@ -1,6 +1,7 @@
 // Text forms shared by every printer.
 #include "support/text.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,13 +13,18 @@ std::string formatFloat(double v) {
     return "nan";
   if (std::isinf(v))
     return v < 0 ? "-inf" : "inf";
+  // %g at the fewest digits that read back exactly (to_chars and from_chars:
+  // printf's forms without its locale and its cost).
   char buf[64];
+  char *end = buf;
   for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v)
+    end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, precision).ptr;
+    double back = 0;
+    std::from_chars(buf, end, back);
+    if (back == v)
       break;
   }
-  std::string text = buf;
+  std::string text(buf, end);
   if (text.find_first_of(".e") == std::string::npos)
     text += ".0";
   return text;
