@@ -6,11 +6,7 @@
 // conversion between two layouts needs shared memory is computable.
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <initializer_list>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
