@@ -284,19 +284,6 @@ def test_moves_that_split_a_register_into_unread_parts_are_dropped():
             assert re.search(re.escape(reg) + r"\b", rest), line
 
 
-def test_more_dims_than_the_gpu_backend_takes_is_a_clear_error():
-    @tilec.jit
-    def rank9(x_ptr, out_ptr):
-        offs = tl.arange(0, 512)
-        x = tl.reshape(tl.load(x_ptr + offs), (2, 2, 2, 2, 2, 2, 2, 2, 2))
-        tl.store(out_ptr + offs, tl.reshape(x * 2, (512,)))
-
-    signature = {"x_ptr": "*fp32", "out_ptr": "*fp32"}
-    with pytest.raises(ValueError, match="more than 8 dims are not supported on the GPU"):
-        tilec.compile(rank9, signature=signature, target="sm_90a")
-    tilec.compile(rank9, signature=signature, target="cpu")  # the CPU backend takes any rank
-
-
 def torch_cuda():
     import torch
     return torch

@@ -3390,6 +3390,48 @@ def test_flip_and_cat_along_a_dim(rng, dtype):
     np.testing.assert_array_equal(c1, np.concatenate([x, (x * 2).astype(dtype)], axis=1))
 
 
+@tilec.jit
+def many_dims_kernel(x_ptr, r_ptr, f_ptr, M: tl.constexpr, N: tl.constexpr,
+                     BITS: tl.constexpr):
+    # (M, N) viewed as M x 2 x 2 ... x 2, scaled and viewed back; and flipped
+    # along N (tl.flip reshapes into one dim of 2 per bit of N).
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    y = tl.reshape(x, (M, ) + (2, ) * BITS) * 3
+    tl.store(r_ptr + offs, tl.reshape(y, (M, N)))
+    tl.store(f_ptr + offs, tl.flip(x, 1))
+
+
+@pytest.mark.parametrize("M,N", [(2, 256), (4, 1024)])
+def test_tensors_of_more_than_eight_dims(rng, M, N):
+    x = (nonzero(rng, (M, N)) * 10).astype(np.float32)
+    r, f = np.zeros_like(x), np.zeros_like(x)
+    many_dims_kernel[(1,)](x, r, f, M=M, N=N, BITS=N.bit_length() - 1)
+    np.testing.assert_array_equal(r, x * 3)
+    np.testing.assert_array_equal(f, x[:, ::-1])
+
+
+@tilec.jit
+def where_pointers_kernel(cond_ptr, a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # int64 addresses become pointers, one is chosen, and it is stored back
+    # into an int64 buffer (a pointer stored as an integer).
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask).to(tl.pointer_type(tl.int32))
+    b = tl.load(b_ptr + offs, mask=mask).to(tl.pointer_type(tl.int32))
+    tl.store(out_ptr + offs, tl.where(tl.load(cond_ptr + offs, mask=mask), a, b), mask=mask)
+
+
+def test_pointers_stored_into_an_integer_buffer(rng):
+    n = 1000
+    cond = rng.random(n) < 0.5
+    a = rng.integers(1, 2**40, n, dtype=np.int64)
+    b = rng.integers(1, 2**40, n, dtype=np.int64)
+    out = np.zeros(n, np.int64)
+    where_pointers_kernel[(1,)](cond, a, b, out, n, BLOCK=1024)
+    np.testing.assert_array_equal(out, np.where(cond, a, b))
+
+
 # --- tl.reduce with a @jit combine function, xor_sum, reduce_or
 
 

@@ -1,67 +1,73 @@
-// RankVector: one value per dim of a tensor, held in place rather than on the
-// heap (the GPU backend keeps such vectors per value and per layout basis, and
-// copies them often). The GPU backend takes tensors of up to kMaxRank dims.
+// RankVector: one value per dim of a tensor. Up to kInline dims are held in
+// place rather than on the heap (the GPU backend keeps such vectors per value
+// and per layout basis, and copies them often); a tensor of more dims (a
+// reshape into many dims of 2, as tl.flip makes) keeps them on the heap.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
-#include <stdexcept>
-#include <string>
+#include <vector>
 
 namespace tilec::nvidia {
 
 template <class T> class RankVector {
 public:
-  static constexpr int kMaxRank = 8;
+  static constexpr size_t kInline = 8;
   RankVector() = default;
-  explicit RankVector(size_t rank, const T &value = T()) : size_(checked(rank)) {
-    std::fill(v_.begin(), v_.begin() + size_, value);
+  explicit RankVector(size_t rank, const T &value = T()) : size_(rank) {
+    if (rank > kInline)
+      heap_.assign(rank, value);
+    else
+      std::fill(inline_.begin(), inline_.begin() + rank, value);
   }
-  RankVector(std::initializer_list<T> values) : size_(checked(values.size())) {
-    std::copy(values.begin(), values.end(), v_.begin());
+  RankVector(std::initializer_list<T> values) : size_(values.size()) {
+    if (size_ > kInline)
+      heap_.assign(values.begin(), values.end());
+    else
+      std::copy(values.begin(), values.end(), inline_.begin());
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T &operator[](size_t d) { return v_[d]; }
-  const T &operator[](size_t d) const { return v_[d]; }
-  const T &back() const { return v_[size_ - 1]; }
-  T *begin() { return v_.data(); }
-  T *end() { return v_.data() + size_; }
-  const T *begin() const { return v_.data(); }
-  const T *end() const { return v_.data() + size_; }
-  void push_back(const T &value) {
-    checked(size_ + 1u);
-    v_[size_++] = value;
-  }
+  T *data() { return size_ > kInline ? heap_.data() : inline_.data(); }
+  const T *data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  T &operator[](size_t d) { return data()[d]; }
+  const T &operator[](size_t d) const { return data()[d]; }
+  const T &back() const { return data()[size_ - 1]; }
+  T *begin() { return data(); }
+  T *end() { return data() + size_; }
+  const T *begin() const { return data(); }
+  const T *end() const { return data() + size_; }
+  void push_back(const T &value) { insert(end(), value); }
   // Inserts `value` before `at`, as std::vector::insert.
   void insert(const T *at, const T &value) {
-    size_t k = at - v_.data();
-    checked(size_ + 1u);
-    std::copy_backward(v_.begin() + k, v_.begin() + size_, v_.begin() + size_ + 1);
-    v_[k] = value;
+    size_t k = at - data();
+    if (size_ >= kInline) {
+      if (size_ == kInline) // the first dim past what is held in place
+        heap_.assign(inline_.begin(), inline_.end());
+      heap_.insert(heap_.begin() + (long)k, value);
+    } else {
+      std::copy_backward(inline_.begin() + k, inline_.begin() + size_, inline_.begin() + size_ + 1);
+      inline_[k] = value;
+    }
     ++size_;
   }
   bool operator==(const RankVector &o) const { // (a loop: std::equal calls memcmp)
     if (size_ != o.size_)
       return false;
+    const T *a = data(), *b = o.data();
     for (size_t d = 0; d < size_; ++d)
-      if (!(v_[d] == o.v_[d]))
+      if (!(a[d] == b[d]))
         return false;
     return true;
   }
   bool operator!=(const RankVector &o) const { return !(*this == o); }
 
 private:
-  static uint8_t checked(size_t rank) {
-    if (rank > (size_t)kMaxRank)
-      throw std::length_error("tensors of more than " + std::to_string(kMaxRank) +
-                              " dims are not supported on the GPU");
-    return (uint8_t)rank;
-  }
-  std::array<T, kMaxRank> v_{};
-  uint8_t size_ = 0;
+  std::array<T, kInline> inline_{};
+  std::vector<T> heap_; // the dims when there are more than kInline, else empty
+  size_t size_ = 0;
 };
 
 } // namespace tilec::nvidia

@@ -130,7 +130,17 @@ Value *Lowerer::castTo(Value *v, DType d) {
   if (v->type.dtype == d)
     return v;
   Type t = v->type.withDType(d);
-  if (d == DType::I1 && !isPointer(v->type.dtype)) {
+  // Pointers convert to and from integers through their own ops (a pointer
+  // tensor stored into an int64 buffer, an int tensor stored as pointers).
+  if (isPointer(v->type.dtype) && isPointer(d))
+    return b_.create1(OpKind::Bitcast, {v}, t);
+  if (isPointer(v->type.dtype) && d != DType::I1)
+    return b_.create1(OpKind::PtrToInt, {v}, t);
+  if (isPointer(d))
+    return b_.create1(OpKind::IntToPtr, {castTo(v, DType::I64)}, t);
+  if (isPointer(v->type.dtype)) // to i1: whether it is not null
+    return castTo(b_.create1(OpKind::PtrToInt, {v}, v->type.withDType(DType::I64)), d);
+  if (d == DType::I1) {
     Value *zero = v->type.isTensor() ? splatTo(constScalar(ConstValue::integer(0), v->type.dtype),
                                                v->type.shape)
                                      : constScalar(ConstValue::integer(0), v->type.dtype);
