@@ -284,6 +284,30 @@ def test_moves_that_split_a_register_into_unread_parts_are_dropped():
             assert re.search(re.escape(reg) + r"\b", rest), line
 
 
+@tilec.jit
+def half_acc_row_kernel(x_ptr, y_ptr, z_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    y = tl.load(y_ptr + r[:, None] * B + r[None, :])
+    z = tl.dot(x, y, out_dtype=tl.float16) + tl.load(z_ptr + r)[None, :]
+    tl.store(z_ptr + r[:, None] * B + r[None, :], z)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("B", [32, 64])
+def test_tensor_core_results_go_to_distinct_registers(target, B):
+    # The accumulator is updated in place: a register named twice among an
+    # mma's or wgmma's results would hold only one of them.
+    k = tilec.compile(half_acc_row_kernel, signature={"x_ptr": "*fp16", "y_ptr": "*fp16",
+                                                      "z_ptr": "*fp16"},
+                      constexprs={"B": B}, target=target)
+    dots = [line for line in k.asm["ptx"].split("\n") if "mma.sync" in line or "mma_async" in line]
+    assert dots
+    for line in dots:
+        results = re.findall(r"%r\d+", line[line.index("{"):line.index("}")])
+        assert len(results) == len(set(results)), line
+
+
 def torch_cuda():
     import torch
     return torch

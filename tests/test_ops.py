@@ -3432,6 +3432,37 @@ def test_pointers_stored_into_an_integer_buffer(rng):
     np.testing.assert_array_equal(out, np.where(cond, a, b))
 
 
+@tilec.jit
+def half_dot_onto_loaded_kernel(x_ptr, y_ptr, z_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                                K: tl.constexpr):
+    # An fp16 dot into an fp16 accumulator that starts as a loaded row
+    # broadcast down the rows (one word in several register pairs), and a tile
+    # that is read again after it fed an accumulator.
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    x = tl.load(x_ptr + rm[:, None] * K + rk[None, :])
+    y = tl.load(y_ptr + rk[:, None] * N + rn[None, :])
+    row = tl.load(z_ptr + rn)[None, :]
+    z = tl.dot(x, y, tl.broadcast_to(row, (M, N)), out_dtype=tl.float16)
+    c = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    w = tl.dot(x, y, c, out_dtype=tl.float16)
+    tl.store(z_ptr + rm[:, None] * N + rn[None, :], z)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], w + c)
+
+
+@pytest.mark.parametrize("M,N,K", [(16, 16, 16), (32, 32, 32), (64, 64, 64)])
+def test_fp16_dot_onto_a_broadcast_row_and_a_tile_read_again(rng, M, N, K):
+    x = (nonzero(rng, (M, K)) / 4).astype(np.float16)
+    y = (nonzero(rng, (K, N)) / 4).astype(np.float16)
+    z = nonzero(rng, (M, N)).astype(np.float16)
+    c = nonzero(rng, (M, N)).astype(np.float16)
+    xy = x.astype(np.float32) @ y.astype(np.float32)
+    want_z = xy + z[0].astype(np.float32)[None, :]
+    want_c = xy + 2 * c.astype(np.float32)
+    half_dot_onto_loaded_kernel[(1,)](x, y, z, c, M=M, N=N, K=K)
+    np.testing.assert_allclose(z.astype(np.float32), want_z, rtol=1e-2, atol=2e-2)
+    np.testing.assert_allclose(c.astype(np.float32), want_c, rtol=1e-2, atol=2e-2)
+
+
 # --- tl.reduce with a @jit combine function, xor_sum, reduce_or
 
 

@@ -302,8 +302,15 @@ std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const Line
   TVal cv = convert(val(op.operand(2)), out, layout);
   std::vector<std::string> acc;
   if (halfAccumulator(op)) { // pairs of adjacent columns (register bit 0) packed as f16x2
-    for (size_t r = 0; r < cv.regs.size(); r += 2)
-      acc.push_back(joinHalves(*this, cv.regs[r], cv.regs[r + 1]));
+    // The dot writes these registers in place, so each is a fresh one: a
+    // pair split from a word (joinHalves gives the word back) may be read
+    // elsewhere, or fill several pairs (a loaded row broadcast down the rows).
+    for (size_t r = 0; r < cv.regs.size(); r += 2) {
+      auto it = unpackedFrom.find(cv.regs[r]);
+      bool split = it != unpackedFrom.end() && it->second.first == cv.regs[r + 1];
+      acc.push_back(split ? opReg("mov.b32", RegClass::B32, {it->second.second})
+                          : joinHalves(*this, cv.regs[r], cv.regs[r + 1]));
+    }
     return acc;
   }
   DType accType = integer ? DType::I32 : DType::F32;
