@@ -1,6 +1,7 @@
 import atexit
 import ctypes
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -106,6 +107,21 @@ class GpuShim:
                 host[:] = device.cpu().numpy()
 
 
+# An instruction's braced first operand: its destinations (a vector load, an
+# mma's accumulator, a split move), after an optional guard.
+_BRACED_DESTINATIONS = re.compile(r"\s*(?:@!?%\w+\s+)?[\w.:]+\s+\{([^}]*)\}")
+
+
+def assert_destinations_distinct(ptx, name):
+    """No instruction writes one register twice: one of the values it
+    produces would be lost (ptxas takes such PTX without a word)."""
+    for line in ptx.split("\n"):
+        m = _BRACED_DESTINATIONS.match(line)
+        if m:
+            regs = re.findall(r"%\w+", m.group(1))
+            assert len(regs) == len(set(regs)), f"{name}: a register written twice: {line.strip()}"
+
+
 def assemble_for_gpus(run_on_host):
     """Runs on the CPU backend, and compiles each launch's kernel for sm_80 and
     sm_90a too, through ptxas: every kernel of the suite must assemble."""
@@ -122,6 +138,7 @@ def assemble_for_gpus(run_on_host):
                     continue  # fp8 on sm_80: a clear error, as Triton gives
                 raise
             assert kernel.asm.get("cubin"), f"{fn.__name__}: no cubin for {arch}"
+            assert_destinations_distinct(kernel.asm["ptx"], f"{fn.__name__} on {arch}")
         return out
 
     return run
