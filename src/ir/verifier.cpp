@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_set>
 
 #include "ir/inline_asm.h"
 #include "ir/printer.h"
@@ -695,7 +694,7 @@ public:
   void checkBlock(const Block &block, const Op *parent);
 
 private:
-  std::unordered_set<const Value *> visible_;
+  UseCounts visible_; // 1 while a value is visible (no heap node per value)
 
   void checkLinks(const Op &op, const Block &block);
   void checkTerminator(const Block &block, const Op *parent);
@@ -711,7 +710,7 @@ void Verifier::checkLinks(const Op &op, const Block &block) {
   for (const auto &region : op.regions)
     require(region->parent == &op, op, "region's parent is not its op");
   for (const Value *v : op.operands)
-    require(v && visible_.count(v), op, "operand is not defined before this use (dominance)");
+    require(v && visible_.get(v) > 0, op, "operand is not defined before this use (dominance)");
 }
 
 void Verifier::checkTerminator(const Block &block, const Op *parent) {
@@ -735,7 +734,7 @@ void Verifier::checkBlock(const Block &block, const Op *parent) {
     if (a.owner != &block || a.def || a.index != (int)i)
       broken("block argument's owner/def/index are wrong",
              parent ? printOp(*parent) : "the function's arguments");
-    visible_.insert(&a);
+    visible_[&a] = 1;
     added.push_back(&a);
   }
   checkTerminator(block, parent);
@@ -748,12 +747,12 @@ void Verifier::checkBlock(const Block &block, const Op *parent) {
     for (const auto &region : op->regions)
       checkBlock(*region, op.get());
     for (const auto &r : op->results) {
-      visible_.insert(r.get());
+      visible_[r.get()] = 1;
       added.push_back(r.get());
     }
   }
   for (const Value *v : added)
-    visible_.erase(v);
+    visible_[v] = 0;
 }
 
 } // namespace
