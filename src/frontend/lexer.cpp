@@ -1,6 +1,7 @@
 // The tokenizer for kernel sources: layout tokens, names, numbers, strings and operators.
 #include "frontend/lexer.h"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,16 @@ constexpr std::string_view kOperators[] = {
     "!=",  "->",  ":=",  "+=",  "-=",  "*=", "/=", "%=", "&=", "|=", "^=", "@=",
     "+",   "-",   "*",   "/",   "%",   "@",  "&",  "|",  "^",  "~",  "<",  ">",
     "(",   ")",   "[",   "]",   "{",   "}",  ",",  ":",  ".",  ";",  "="};
+
+// The entries of `table` by their first byte, in table order: a lookup
+// compares only the few that can match.
+template <size_t N>
+std::array<std::vector<std::string_view>, 128> byFirstByte(const std::string_view (&table)[N]) {
+  std::array<std::vector<std::string_view>, 128> out;
+  for (std::string_view s : table)
+    out[(unsigned char)s[0] & 127].push_back(s);
+  return out;
+}
 
 const int kTabWidth = 8;
 const size_t kMaxBrackets = 200;
@@ -263,7 +274,8 @@ void Lexer::name() {
   std::string word = text_.substr(start, pos_ - start);
   if ((peek() == '\'' || peek() == '"') && isStringPrefix(word))
     return string(begin, word);
-  emit(isKeyword(word) ? TokKind::Keyword : TokKind::Name, word, begin);
+  TokKind kind = isKeyword(word) ? TokKind::Keyword : TokKind::Name; // (before word moves)
+  emit(kind, std::move(word), begin);
 }
 
 // Reads digits of `base` with single underscores between them into `out`.
@@ -378,7 +390,7 @@ void Lexer::string(SourceLoc begin, const std::string &prefix) {
       value += c;
     advance();
   }
-  emit(TokKind::Str, value, begin).fstring = fstring;
+  emit(TokKind::Str, std::move(value), begin).fstring = fstring;
 }
 
 // One escape sequence of a non-raw string, from its backslash.
@@ -439,9 +451,10 @@ void Lexer::octalEscape(std::string &out, bool bytes) {
 void Lexer::op() {
   SourceLoc begin = here();
   std::string_view rest = std::string_view(text_).substr(pos_);
-  for (std::string_view candidate : kOperators) {
-    // (the first byte first: most candidates differ there, without a compare call)
-    if (candidate[0] != rest[0] || rest.substr(0, candidate.size()) != candidate)
+  static const auto operators = byFirstByte(kOperators);
+  unsigned char first = (unsigned char)rest[0];
+  for (std::string_view candidate : first < 128 ? operators[first] : operators[0]) {
+    if (rest.substr(0, candidate.size()) != candidate)
       continue;
     advance(candidate.size());
     if (candidate == ":=")
@@ -450,7 +463,7 @@ void Lexer::op() {
             "kernel");
     std::string text(candidate);
     bracket(text, begin);
-    emit(TokKind::Op, text, begin);
+    emit(TokKind::Op, std::move(text), begin);
     return;
   }
   invalidCharacter();
@@ -512,8 +525,11 @@ void Lexer::finish() {
 } // namespace
 
 bool isKeyword(const std::string &word) {
-  for (std::string_view k : kKeywords)
-    if (!word.empty() && k[0] == word[0] && word == k) // (the first byte first, as above)
+  static const auto keywords = byFirstByte(kKeywords);
+  if (word.empty() || (unsigned char)word[0] >= 128)
+    return false;
+  for (std::string_view k : keywords[(unsigned char)word[0]])
+    if (word == k)
       return true;
   return false;
 }
