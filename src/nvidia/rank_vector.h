@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 namespace tilec::nvidia {
@@ -21,17 +22,43 @@ public:
       heap_.assign(rank, value);
     else
       std::fill(inline_.begin(), inline_.begin() + rank, value);
+    point();
   }
   RankVector(std::initializer_list<T> values) : size_(values.size()) {
     if (size_ > kInline)
       heap_.assign(values.begin(), values.end());
     else
       std::copy(values.begin(), values.end(), inline_.begin());
+    point();
+  }
+  // Copies and moves point at their own storage; a moved-from vector is empty.
+  RankVector(const RankVector &o) : inline_(o.inline_), heap_(o.heap_), size_(o.size_) { point(); }
+  RankVector(RankVector &&o) noexcept
+      : inline_(o.inline_), heap_(std::move(o.heap_)), size_(o.size_) {
+    point();
+    o.clear();
+  }
+  RankVector &operator=(const RankVector &o) {
+    inline_ = o.inline_;
+    heap_ = o.heap_;
+    size_ = o.size_;
+    point();
+    return *this;
+  }
+  RankVector &operator=(RankVector &&o) noexcept {
+    if (&o != this) {
+      inline_ = o.inline_;
+      heap_ = std::move(o.heap_);
+      size_ = o.size_;
+      point();
+      o.clear();
+    }
+    return *this;
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T *data() { return size_ > kInline ? heap_.data() : inline_.data(); }
-  const T *data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  T *data() { return data_; }
+  const T *data() const { return data_; }
   T &operator[](size_t d) { return data()[d]; }
   const T &operator[](size_t d) const { return data()[d]; }
   const T &back() const { return data()[size_ - 1]; }
@@ -52,6 +79,7 @@ public:
       inline_[k] = value;
     }
     ++size_;
+    point();
   }
   bool operator==(const RankVector &o) const { // (a loop: std::equal calls memcmp)
     if (size_ != o.size_)
@@ -65,9 +93,18 @@ public:
   bool operator!=(const RankVector &o) const { return !(*this == o); }
 
 private:
+  // Where the dims are (set whenever the size or the storage changes).
+  void point() { data_ = size_ > kInline ? heap_.data() : inline_.data(); }
+  void clear() {
+    heap_.clear();
+    size_ = 0;
+    point();
+  }
+
   std::array<T, kInline> inline_{};
   std::vector<T> heap_; // the dims when there are more than kInline, else empty
   size_t size_ = 0;
+  T *data_ = inline_.data();
 };
 
 } // namespace tilec::nvidia
