@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 NAME=${1:-"t06 D=128 causal=1 _attn_bwd 32"}
 REPS=${2:-3}
 SOURCES=${3:-t06}
-PY=$(cd "$(dirname "${PYTHON:-.venv/bin/python}")" && pwd)/$(basename "${PYTHON:-.venv/bin/python}")  # (not realpath: a venv's python is a link)
+PY=${PYTHON:-.venv/bin/python}
+[[ $PY == /* ]] || PY=$PWD/$PY  # (not realpath: a venv's python is a link to one without nanobind)
 mkdir -p build/instr
 (cd build/instr && cmake -G Ninja -DSKBUILD=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O3 -g -DNDEBUG" \

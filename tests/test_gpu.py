@@ -14,7 +14,7 @@ import pytest
 import tilec
 import tilec.language as tl
 
-from conftest import gpu_available
+from conftest import assert_destinations_distinct, gpu_available
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU")
 needs_ptxas = pytest.mark.skipif(not tilec._C.find_ptxas(), reason="ptxas not found")
@@ -301,11 +301,9 @@ def test_tensor_core_results_go_to_distinct_registers(target, B):
     k = tilec.compile(half_acc_row_kernel, signature={"x_ptr": "*fp16", "y_ptr": "*fp16",
                                                       "z_ptr": "*fp16"},
                       constexprs={"B": B}, target=target)
-    dots = [line for line in k.asm["ptx"].split("\n") if "mma.sync" in line or "mma_async" in line]
-    assert dots
-    for line in dots:
-        results = re.findall(r"%r\d+", line[line.index("{"):line.index("}")])
-        assert len(results) == len(set(results)), line
+    ptx = k.asm["ptx"]
+    assert "mma.sync" in ptx or "mma_async" in ptx
+    assert_destinations_distinct(ptx, f"half_acc_row_kernel on {target}")
 
 
 def torch_cuda():

@@ -453,7 +453,7 @@ void Lexer::op() {
   std::string_view rest = std::string_view(text_).substr(pos_);
   static const auto operators = byFirstByte(kOperators);
   unsigned char first = (unsigned char)rest[0];
-  for (std::string_view candidate : first < 128 ? operators[first] : operators[0]) {
+  for (std::string_view candidate : operators[first < 128 ? first : 0]) { // (0: none)
     if (rest.substr(0, candidate.size()) != candidate)
       continue;
     advance(candidate.size());

@@ -145,9 +145,14 @@ std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w)
   return {lo, hi};
 }
 
+const std::string *splitFrom(const Lowering &L, const std::string &lo, const std::string &hi) {
+  auto it = L.unpackedFrom.find(lo);
+  return it != L.unpackedFrom.end() && it->second.first == hi ? &it->second.second : nullptr;
+}
+
 std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi) {
-  if (auto it = L.unpackedFrom.find(lo); it != L.unpackedFrom.end() && it->second.first == hi)
-    return it->second.second;
+  if (const std::string *word = splitFrom(L, lo, hi))
+    return *word;
   return L.opReg("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
 }
 

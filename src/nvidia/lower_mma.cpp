@@ -306,10 +306,9 @@ std::vector<std::string> Lowering::accumulatorRegisters(const Op &op, const Line
     // pair split from a word (joinHalves gives the word back) may be read
     // elsewhere, or fill several pairs (a loaded row broadcast down the rows).
     for (size_t r = 0; r < cv.regs.size(); r += 2) {
-      auto it = unpackedFrom.find(cv.regs[r]);
-      bool split = it != unpackedFrom.end() && it->second.first == cv.regs[r + 1];
-      acc.push_back(split ? opReg("mov.b32", RegClass::B32, {it->second.second})
-                          : joinHalves(*this, cv.regs[r], cv.regs[r + 1]));
+      const std::string *word = splitFrom(*this, cv.regs[r], cv.regs[r + 1]);
+      acc.push_back(word ? opReg("mov.b32", RegClass::B32, {*word})
+                         : joinHalves(*this, cv.regs[r], cv.regs[r + 1]));
     }
     return acc;
   }

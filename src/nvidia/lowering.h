@@ -238,6 +238,8 @@ std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string>
 // two halves: the word they were split from where they were (lower_memory.cpp).
 std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w);
 std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi);
+// The word splitWord split into `lo` and `hi`, or null.
+const std::string *splitFrom(const Lowering &L, const std::string &lo, const std::string &hi);
 class Lowering;
 struct TVal;
 // Block pointers (lower_memory.cpp): elements per access of `access` (a

@@ -1591,13 +1591,8 @@ SVal castFn(Lowerer &l, Args &a, std::vector<Arg> &, const Expr &call) {
     l.error(a[1]->span, "expected a dtype such as tl.float16, got " + a[1]->val.describe());
   bool bitcast = given(a[3]) && a[3]->val.c.truthy();
   Type target = dt.type.withShape(x->type.shape);
-  if (isPointer(target.dtype) || isPointer(x->type.dtype)) {
-    if (isPointer(target.dtype) && isPointer(x->type.dtype))
-      return SVal::tensor(l.b_.create1(OpKind::Bitcast, {x}, target));
-    if (isPointer(x->type.dtype))
-      return SVal::tensor(l.b_.create1(OpKind::PtrToInt, {x}, target));
-    return SVal::tensor(l.b_.create1(OpKind::IntToPtr, {x}, target));
-  }
+  if (isPointer(target.dtype) || isPointer(x->type.dtype))
+    return SVal::tensor(l.pointerCast(x, target));
   if (bitcast) {
     if (dtypeBits(target.dtype) != dtypeBits(x->type.dtype))
       l.error(call.span, std::string("a bitcast needs equal bit widths, got ") +

@@ -96,6 +96,9 @@ public:
   static std::optional<DType> literalDType(const ConstValue &c);
   DType computationType(const SVal &a, const SVal &b, bool divOrMod, const Span &span);
   Value *castTo(Value *v, DType d);
+  // A cast from or to a pointer type `t`: a bitcast between pointers, else
+  // ptr_to_int or int_to_ptr.
+  Value *pointerCast(Value *v, const Type &t);
   std::pair<Value *, Value *> broadcastPair(Value *a, Value *b, const Span &span);
   Value *broadcastTo(Value *v, const std::vector<int64_t> &shape, const Span &span);
   Value *splatTo(Value *v, const std::vector<int64_t> &shape);

@@ -130,16 +130,13 @@ Value *Lowerer::castTo(Value *v, DType d) {
   if (v->type.dtype == d)
     return v;
   Type t = v->type.withDType(d);
-  // Pointers convert to and from integers through their own ops (a pointer
-  // tensor stored into an int64 buffer, an int tensor stored as pointers).
-  if (isPointer(v->type.dtype) && isPointer(d))
-    return b_.create1(OpKind::Bitcast, {v}, t);
-  if (isPointer(v->type.dtype) && d != DType::I1)
-    return b_.create1(OpKind::PtrToInt, {v}, t);
+  // A pointer tensor stored into an int64 buffer, an int tensor stored as pointers.
+  if (isPointer(v->type.dtype) && d == DType::I1) // whether it is not null
+    return castTo(pointerCast(v, v->type.withDType(DType::I64)), d);
+  if (isPointer(v->type.dtype))
+    return pointerCast(v, t);
   if (isPointer(d))
-    return b_.create1(OpKind::IntToPtr, {castTo(v, DType::I64)}, t);
-  if (isPointer(v->type.dtype)) // to i1: whether it is not null
-    return castTo(b_.create1(OpKind::PtrToInt, {v}, v->type.withDType(DType::I64)), d);
+    return pointerCast(castTo(v, DType::I64), t);
   if (d == DType::I1) {
     Value *zero = v->type.isTensor() ? splatTo(constScalar(ConstValue::integer(0), v->type.dtype),
                                                v->type.shape)
@@ -147,6 +144,12 @@ Value *Lowerer::castTo(Value *v, DType d) {
     return b_.create1(OpKind::CmpNe, {v, zero}, t);
   }
   return b_.create1(OpKind::Cast, {v}, t);
+}
+
+Value *Lowerer::pointerCast(Value *v, const Type &t) {
+  if (isPointer(v->type.dtype) && isPointer(t.dtype))
+    return b_.create1(OpKind::Bitcast, {v}, t);
+  return b_.create1(isPointer(v->type.dtype) ? OpKind::PtrToInt : OpKind::IntToPtr, {v}, t);
 }
 
 Value *Lowerer::splatTo(Value *v, const std::vector<int64_t> &shape) {
