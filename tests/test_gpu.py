@@ -95,6 +95,47 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
         assert "wgmma.mma_async" in k.asm["ptx"]
 
 
+def test_gpu_ir_is_printed_when_read():
+    """asm['tilegpu'] is made from the kernel when first read (a compile does not
+    print it), the same text every time, and asm reads as Triton's dict does."""
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                      target="sm_90a", divisible_by_16=["K"])
+    assert "tilegpu" in k.asm and not dict.__contains__(k.asm, "tilegpu")
+    assert k.asm.get("tilegpu").startswith("func @staged_matmul(")
+    text = k.asm["tilegpu"]
+    assert "pipeline_stages = 3" in text and "#wgmma<" in text
+    again = tilec.compile(staged_matmul, signature=sig,
+                          constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90a",
+                          divisible_by_16=["K"])
+    assert set(again.asm) >= {"tileir", "tileir-sema", "tilegpu", "ptx"}
+    assert dict(again.asm.items())["tilegpu"] == text and again.asm == k.asm
+    assert len(again.asm) == len(list(again.asm)) and again.asm.get("ttgir") is None
+    with pytest.raises(KeyError):
+        again.asm["ttgir"]
+
+
+def test_dump_ir_prints_every_gpu_pass(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import tilec, tilec.language as tl\n"
+        "@tilec.jit\n"
+        "def k(x_ptr):\n"
+        "    tl.store(x_ptr + tl.arange(0, 128), 1.0)\n"
+        "tilec.compile(k, signature={'x_ptr': '*fp32'}, target='sm_80')\n")
+    env = {**__import__("os").environ, "TILEC_DUMP_IR": "1"}
+    err = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, check=True).stderr
+    for name in ("gpu-assign-layouts", "gpu-coalesce", "gpu-propagate-layouts",
+                 "gpu-remove-conversions", "gpu-pipeline-loops", "gpu-warp-specialize",
+                 "gpu-allocate-shared", "gpu-insert-barriers"):
+        assert f"IR after {name} (k, sm_80, 4 warps)" in err
+    assert "#blocked<" in err.split("IR after gpu-coalesce")[1]
+
+
 @needs_ptxas
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_hopper_runs_tf32_dots_on_wgmma(precision):

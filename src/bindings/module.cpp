@@ -344,7 +344,6 @@ NB_MODULE(_C, m) {
       .def_ro("name", &GpuKernel::name)
       .def_ro("arch", &GpuKernel::arch)
       .def_ro("ptx", &GpuKernel::ptx)
-      .def_ro("gpu_ir", &GpuKernel::gpuIr)
       .def_prop_ro("cubin", [](const GpuKernel &k) { return asBytes(k.cubin); })
       .def_ro("assembler", &GpuKernel::assembler)
       .def_ro("num_threads", &GpuKernel::numThreads)
@@ -409,6 +408,11 @@ NB_MODULE(_C, m) {
            nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0,
            nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false,
            nb::arg("defer_tma_stores") = true, nb::arg("warp_specialize_loops") = false)
+      // asm["tilegpu"] of `gpu`, compiled from this kernel: its GPU passes run again
+      .def("gpu_ir",
+           [](const CompiledKernel &k, const GpuKernel &gpu) {
+             return nvidia::gpuIr(*k.fn, gpu.options);
+           })
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

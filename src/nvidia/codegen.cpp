@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "nvidia/lowering.h"
 #include "nvidia/pipeline_loops.h"
 #include "nvidia/warp_specialize.h"
+#include "passes/pipeline.h"
 
 namespace tilec::nvidia {
 
@@ -615,6 +617,7 @@ void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts) {
 static std::unique_ptr<Function> throughGpuPasses(const Function &fn, const GpuOptions &opts,
                                                   AxisInfoMap &info) {
   std::unique_ptr<Function> gpu = cloneFunction(fn); // the passes rewrite the copy
+  bool dump = irDumpRequested();
   for (const GpuPass &pass : kGpuPasses) {
     if (std::string_view(pass.name) == "gpu-pipeline-loops") {
       info = analyzeAxisInfo(*gpu);
@@ -622,6 +625,10 @@ static std::unique_ptr<Function> throughGpuPasses(const Function &fn, const GpuO
     } else {
       pass.run(*gpu, opts);
     }
+    if (dump)
+      std::cerr << "// -----// IR after " << pass.name << " (" << fn.name << ", " << opts.arch
+                << ", " << opts.numWarps << " warps) //----- //\n"
+                << printFunction(*gpu) << std::flush;
   }
   return gpu;
 }
@@ -646,39 +653,57 @@ static int64_t consumerAccumulators(Function &gpu) {
   return elements;
 }
 
-PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
+// A copy of `fn` through every GPU pass, as emitPtx lowers it: with the
+// options it lowers for (`used`) and the copy's axis info.
+namespace {
+struct PassedKernel {
+  std::unique_ptr<Function> fn;
+  AxisInfoMap info;
+  GpuOptions used;
+};
+} // namespace
+
+static PassedKernel passedKernel(const Function &fn, const GpuOptions &opts) {
   if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
     throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
                                 std::to_string(opts.numWarps));
   if (archNumber(opts.arch) < 80)
     throw std::invalid_argument("target " + opts.arch +
                                 " is not supported: tilec needs sm_80 or newer");
-  auto start = std::chrono::steady_clock::now();
   // The pipelining pass only marks ops: the axis info of the values it sees
   // is the lowering's too.
-  AxisInfoMap info;
-  std::unique_ptr<Function> gpu = throughGpuPasses(fn, opts, info);
-  GpuOptions used = opts;
+  PassedKernel out;
+  out.fn = throughGpuPasses(fn, opts, out.info);
+  out.used = opts;
   // One consumer warpgroup whose ring loops' accumulators would not fit in
   // its registers: the rows split over two consumer warpgroups, the layouts
   // laid out for 8 warps (as Triton partitions a warp-specialized kernel's
   // data), where the kernel still warp-specializes so.
-  if (opts.numWarps == 4 && consumerAccumulators(*gpu) > kConsumerAccumulators) {
+  if (opts.numWarps == 4 && consumerAccumulators(*out.fn) > kConsumerAccumulators) {
     GpuOptions wide = opts;
     wide.numWarps = 8;
     AxisInfoMap wideInfo;
     std::unique_ptr<Function> split = throughGpuPasses(fn, wide, wideInfo);
     if (consumerAccumulators(*split) > 0) {
-      gpu = std::move(split);
-      info = std::move(wideInfo);
-      used = wide;
+      out.fn = std::move(split);
+      out.info = std::move(wideInfo);
+      out.used = wide;
     }
   }
-  verify(*gpu, /*gpuLevel=*/true);
-  PtxKernel out = Lowering(*gpu, used, std::move(info)).run();
-  out.gpuIr = printFunction(*gpu);
+  verify(*out.fn, /*gpuLevel=*/true);
+  return out;
+}
+
+PtxKernel emitPtx(const Function &fn, const GpuOptions &opts) {
+  auto start = std::chrono::steady_clock::now();
+  PassedKernel passed = passedKernel(fn, opts);
+  PtxKernel out = Lowering(*passed.fn, passed.used, std::move(passed.info)).run();
   out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+std::string gpuIr(const Function &fn, const GpuOptions &opts) {
+  return printFunction(*passedKernel(fn, opts).fn);
 }
 
 } // namespace tilec::nvidia

@@ -61,7 +61,6 @@ struct TensorMapParam {
 struct PtxKernel {
   std::string name;
   std::string ptx;
-  std::string gpuIr; // the kernel after the GPU layout passes, with encodings and GPU ops
   std::vector<ParamKind> params; // one per runtime argument of the kernel
   std::vector<TensorMapParam> tensorMaps; // parameters after those
   int numThreads = 128;
@@ -82,5 +81,8 @@ void runGpuPass(Function &fn, const std::string &name, const GpuOptions &opts);
 // Lowers a verified, passed Function. Throws CompileError for what the
 // target cannot run (naming the op's line), InternalError for compiler bugs.
 PtxKernel emitPtx(const Function &fn, const GpuOptions &opts);
+// The kernel as emitPtx lowers it, after the GPU passes, with its encodings
+// and GPU ops, as text (asm["tilegpu"]; printed only when asked for).
+std::string gpuIr(const Function &fn, const GpuOptions &opts);
 
 } // namespace tilec::nvidia

@@ -2,6 +2,7 @@
 // exit, optionally after each pass, with the IR dumped after each pass.
 #include "passes/pipeline.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "ir/printer.h"
@@ -66,6 +67,11 @@ const Pass &passNamed(const std::string &name) {
 }
 
 } // namespace
+
+bool irDumpRequested() {
+  const char *v = std::getenv("TILEC_DUMP_IR");
+  return v && *v && std::string(v) != "0";
+}
 
 void runPipeline(Function &fn, std::ostream *dump, bool verifyEach) {
   verifyNumbered(fn);

@@ -14,6 +14,9 @@ namespace tilec {
 // under a header naming it, or "unchanged".
 void runPipeline(Function &fn, std::ostream *dump = nullptr, bool verifyEach = false);
 
+// Whether TILEC_DUMP_IR asks for the IR after every pass (on stderr).
+bool irDumpRequested();
+
 // Runs the named passes ("fold", "cse", "dce") in order; for golden tests.
 // Throws std::invalid_argument on an unknown name.
 void runPasses(Function &fn, const std::vector<std::string> &names);

@@ -2,7 +2,6 @@
 #include "runtime/compiler.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -10,11 +9,6 @@
 #include "passes/pipeline.h"
 
 namespace tilec {
-
-static bool dumpRequested() {
-  const char *v = std::getenv("TILEC_DUMP_IR");
-  return v && *v && std::string(v) != "0";
-}
 
 std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               std::shared_ptr<Resolver> resolver,
@@ -25,7 +19,7 @@ std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
   out->fn = lowerKernel(source, std::move(resolver), params, target);
   out->name = out->fn->name;
   out->irAfterSema = printFunction(*out->fn);
-  bool dump = dumpRequested();
+  bool dump = irDumpRequested();
   std::ostringstream log;
   if (dump)
     log << "// -----// IR after sema (" << out->name << ") //----- //\n" << out->irAfterSema;

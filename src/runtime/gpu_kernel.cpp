@@ -22,7 +22,6 @@ std::shared_ptr<GpuKernel> compileForGpu(const CompiledKernel &kernel,
   out->name = ptx.name;
   out->arch = options.arch;
   out->ptx = std::move(ptx.ptx);
-  out->gpuIr = std::move(ptx.gpuIr);
   out->params = std::move(ptx.params);
   out->tensorMaps = std::move(ptx.tensorMaps);
   out->numThreads = ptx.numThreads;
@@ -53,7 +52,7 @@ namespace {
 // Names the layout of the fields below; bump it when they change. (The cache
 // key holds a hash of the compiler's binary too, so an entry from another
 // build is never read; this only guards against reading arbitrary bytes.)
-constexpr const char *kFormat = "tilec-gpu-kernel-5";
+constexpr const char *kFormat = "tilec-gpu-kernel-6";
 
 char paramCode(nvidia::ParamKind kind) {
   switch (kind) {
@@ -237,7 +236,6 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"name", k.name},
       {"arch", k.arch},
       {"ptx", k.ptx},
-      {"gpu_ir", k.gpuIr},
       {"cubin", k.cubin},
       {"assembler", k.assembler},
       {"params", params},
@@ -256,6 +254,7 @@ std::string gpuKernelToBytes(const GpuKernel &k) {
       {"options.launch_pdl", o.launchPdl ? "1" : "0"},
       {"options.launch_cooperative_grid", o.launchCooperative ? "1" : "0"},
       {"options.warp_specialize_loops", o.warpSpecializeLoops ? "1" : "0"},
+      {"options.defer_tma_stores", o.deferTmaStores ? "1" : "0"},
       {"emit_ms", doubleText(k.emitMs)},
       {"assemble_ms", doubleText(k.assembleMs)},
   });
@@ -300,7 +299,6 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
   k->name = f["name"];
   k->arch = f["arch"];
   k->ptx = f["ptx"];
-  k->gpuIr = f["gpu_ir"];
   k->cubin = f["cubin"];
   k->assembler = f["assembler"];
   o.arch = f["options.arch"];
@@ -316,6 +314,7 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
       parseBool(f["options.launch_pdl"], o.launchPdl) &&
       parseBool(f["options.launch_cooperative_grid"], o.launchCooperative) &&
       parseBool(f["options.warp_specialize_loops"], o.warpSpecializeLoops) &&
+      parseBool(f["options.defer_tma_stores"], o.deferTmaStores) &&
       parseDouble(f["emit_ms"], k->emitMs) && parseDouble(f["assemble_ms"], k->assembleMs);
   if (!ok || !isPlausible(*k))
     return nullptr;

@@ -23,13 +23,12 @@ struct Kernel;
 
 struct GpuKernel {
   std::string name, arch, ptx, cubin, assembler; // assembler: ptxas, nvJitLink or "" (driver JIT)
-  std::string gpuIr; // Tile IR after the GPU layout passes (asm["tilegpu"])
   std::vector<nvidia::ParamKind> params;
   std::vector<nvidia::TensorMapParam> tensorMaps; // encoded at each launch, passed after params
   int numThreads = 0, sharedBytes = 0, numRegs = -1, spillBytes = 0;
   int stackBytes = 0; // local memory a thread uses (Triton's n_spills is a quarter of it)
   int stagingBytes = 0; // deferred TMA stores' tiles, in sharedBytes (compile time only)
-  nvidia::GpuOptions options;
+  nvidia::GpuOptions options; // as compiled (nvidia::gpuIr prints the kernel again from them)
   double emitMs = 0, assembleMs = 0; // as taken where it was compiled, cached or not
   bool fromCache = false;            // read from the disk cache, not compiled here
 

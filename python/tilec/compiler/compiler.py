@@ -115,6 +115,60 @@ def gpu_kernel(kernel, compiled, specs, globals_read, arch, options):
     return gpu
 
 
+class _Asm(dict):
+    """``kernel.asm``: the texts of a compiled kernel by name, as Triton's dict.
+    Those named in `lazy` (name -> function giving the text) are made on first
+    use: the GPU IR is printed again from the kernel only when someone reads it."""
+
+    def __init__(self, texts, lazy):
+        super().__init__(texts)
+        self._lazy = lazy
+
+    def __missing__(self, key):
+        make = self._lazy.pop(key, None)
+        if make is None:
+            raise KeyError(key)
+        self[key] = text = make()
+        return text
+
+    def _all(self):
+        for key in list(self._lazy):
+            self[key]  # noqa: B018  (made and kept)
+        return self
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self._lazy
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def keys(self):
+        return dict.keys(self._all())
+
+    def values(self):
+        return dict.values(self._all())
+
+    def items(self):
+        return dict.items(self._all())
+
+    def __iter__(self):
+        return dict.__iter__(self._all())
+
+    def __len__(self):
+        return dict.__len__(self) + len(self._lazy)
+
+    def copy(self):
+        return dict(self._all())
+
+    def __eq__(self, other):
+        return dict.__eq__(self._all(), other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return dict.__repr__(self._all())
+
+
 class CompiledKernel:
     """One compiled specialization of a kernel: its IR, and for a GPU target its
     PTX, cubin and the metadata Triton users read (``n_regs``, ``metadata.shared``)."""
@@ -126,7 +180,7 @@ class CompiledKernel:
         self.ir_target = "cpu"  # what tl.target_info answered, if the kernel asked
         self.name = compiled.name
         self.spec = spec
-        self.asm = {"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}
+        self.asm = _Asm({"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}, {})
         self.metadata = types.SimpleNamespace(
             name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
             shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
@@ -140,7 +194,7 @@ class CompiledKernel:
         self.globals_read = []  # (JITFunction, name, value) the kernel was compiled with
         self.function = None
         if gpu is not None:
-            self.asm["tilegpu"] = gpu.gpu_ir
+            self.asm._lazy["tilegpu"] = functools.partial(compiled.gpu_ir, gpu)
             self.asm["ptx"] = gpu.ptx
             if gpu.cubin:
                 self.asm["cubin"] = gpu.cubin
