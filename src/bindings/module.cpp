@@ -403,16 +403,14 @@ NB_MODULE(_C, m) {
       .def_prop_ro("depends_on_target",
                    [](const CompiledKernel &k) { return k.fn->dependsOnTarget; })
       .def_prop_ro("stored_args", [](const CompiledKernel &k) { return storedArguments(*k.fn); })
-      .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4,
-           nb::arg("num_stages") = 3, nb::arg("enable_fp_fusion") = true,
-           nb::arg("debug") = false, nb::arg("assemble") = true, nb::arg("maxnreg") = 0,
-           nb::arg("launch_pdl") = false, nb::arg("launch_cooperative_grid") = false,
-           nb::arg("defer_tma_stores") = true, nb::arg("warp_specialize_loops") = false)
+      .def("to_gpu", &toGpu, nb::arg("arch"), nb::arg("num_warps") = 4, nb::arg("num_stages") = 3,
+           nb::arg("enable_fp_fusion") = true, nb::arg("debug") = false, nb::arg("assemble") = true,
+           nb::arg("maxnreg") = 0, nb::arg("launch_pdl") = false,
+           nb::arg("launch_cooperative_grid") = false, nb::arg("defer_tma_stores") = true,
+           nb::arg("warp_specialize_loops") = false)
       // asm["tilegpu"] of `gpu`, compiled from this kernel: its GPU passes run again
-      .def("gpu_ir",
-           [](const CompiledKernel &k, const GpuKernel &gpu) {
-             return nvidia::gpuIr(*k.fn, gpu.options);
-           })
+      .def("gpu_ir", [](const CompiledKernel &k,
+                        const GpuKernel &gpu) { return nvidia::gpuIr(*k.fn, gpu.options); })
       .def("launch_cpu", &launchCpu, nb::arg("grid"), nb::arg("args"), nb::arg("memory"),
            nb::arg("num_threads") = 0);
 

@@ -16,10 +16,10 @@
 #include "nvidia/assign_layouts.h"
 #include "nvidia/coalesce_memory.h"
 #include "nvidia/insert_barriers.h"
-#include "nvidia/propagate_layouts.h"
-#include "nvidia/remove_conversions.h"
 #include "nvidia/lowering.h"
 #include "nvidia/pipeline_loops.h"
+#include "nvidia/propagate_layouts.h"
+#include "nvidia/remove_conversions.h"
 #include "nvidia/warp_specialize.h"
 #include "passes/pipeline.h"
 

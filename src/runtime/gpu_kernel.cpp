@@ -304,10 +304,9 @@ std::shared_ptr<GpuKernel> gpuKernelFromBytes(const std::string &bytes) {
   o.arch = f["options.arch"];
   bool ok =
       parseParams(f["params"], k->params) && parseTensorMaps(f["tensor_maps"], k->tensorMaps) &&
-      parseInt(f["num_threads"], k->numThreads) &&
-      parseInt(f["shared_bytes"], k->sharedBytes) && parseInt(f["num_regs"], k->numRegs) &&
-      parseInt(f["spill_bytes"], k->spillBytes) && parseInt(f["stack_bytes"], k->stackBytes) &&
-      parseInt(f["options.num_warps"], o.numWarps) &&
+      parseInt(f["num_threads"], k->numThreads) && parseInt(f["shared_bytes"], k->sharedBytes) &&
+      parseInt(f["num_regs"], k->numRegs) && parseInt(f["spill_bytes"], k->spillBytes) &&
+      parseInt(f["stack_bytes"], k->stackBytes) && parseInt(f["options.num_warps"], o.numWarps) &&
       parseInt(f["options.num_stages"], o.numStages) &&
       parseBool(f["options.enable_fp_fusion"], o.enableFpFusion) &&
       parseBool(f["options.debug"], o.debug) && parseInt(f["options.maxnreg"], o.maxRegisters) &&
