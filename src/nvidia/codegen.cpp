@@ -15,6 +15,7 @@
 #include "nvidia/allocate_shared.h"
 #include "nvidia/assign_layouts.h"
 #include "nvidia/coalesce_memory.h"
+#include "nvidia/complete_layouts.h"
 #include "nvidia/insert_barriers.h"
 #include "nvidia/lowering.h"
 #include "nvidia/pipeline_loops.h"
@@ -590,6 +591,7 @@ const GpuPass kGpuPasses[] = {
     {"gpu-assign-layouts", assignLayouts},       // tensor-core accumulators
     {"gpu-coalesce", coalesceMemory},            // memory accesses
     {"gpu-propagate-layouts", propagateLayouts}, // everything computed from those
+    {"gpu-complete-layouts", completeLayouts},   // the rest, as the lowering computes them
     {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
     {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
     {"gpu-warp-specialize", warpSpecialize},       // a producer warpgroup issues the copies
@@ -663,6 +665,23 @@ struct PassedKernel {
 };
 } // namespace
 
+// The lowering only translates: every tensor value must carry the layout
+// the passes chose for it.
+static void requireLayouts(Function &fn) {
+  auto check = [](const Value *v, const Op &at) {
+    TILEC_ASSERT(!v->type.isTensor() || layoutEncoding(v->type),
+                 "a tensor of '" + std::string(opInfo(at.kind).mnemonic) +
+                     "' has no layout after the GPU passes");
+  };
+  walk(*fn.body, [&](Op *op) {
+    for (auto &r : op->results)
+      check(r.get(), *op);
+    for (auto &region : op->regions)
+      for (auto &arg : region->args)
+        check(arg.get(), *op);
+  });
+}
+
 static PassedKernel passedKernel(const Function &fn, const GpuOptions &opts) {
   if (opts.numWarps < 1 || opts.numWarps > 32 || (opts.numWarps & (opts.numWarps - 1)))
     throw std::invalid_argument("num_warps must be a power of 2 from 1 to 32, got " +
@@ -691,6 +710,7 @@ static PassedKernel passedKernel(const Function &fn, const GpuOptions &opts) {
     }
   }
   verify(*out.fn, /*gpuLevel=*/true);
+  requireLayouts(*out.fn);
   return out;
 }
 

@@ -54,16 +54,11 @@ void Lowering::lowerAtomic(const Op &op) {
   else
     head += kind;
 
-  // Every operand in one layout: the first that is not a splat.
-  size_t count = poll ? 2 : op.operands.size();
+  // Every operand in one layout: the result's (the layout passes'); an
+  // atomic store's, its value's.
   const LinearLayout *layout = nullptr;
-  for (size_t k = 0; k < count && ptrType.isTensor(); ++k) {
-    const TVal &t = val(op.operand((int)k));
-    if (t.isTensor() && !t.uniform && !layout)
-      layout = t.layout;
-  }
-  if (ptrType.isTensor() && !layout)
-    layout = defaultLayout(ptrType.shape);
+  if (ptrType.isTensor())
+    layout = op.results.empty() ? layoutFor(op.operand(1)) : layoutFor(op.result());
   auto in = [&](int k) { return layout ? materialize(op.operand(k), layout) : val(op.operand(k)); };
   int valueAt = cas ? 2 : load ? -1 : 1, maskAt = load ? 1 : store || !cas ? 2 : -1;
   if (poll)

@@ -24,6 +24,14 @@ TVal copyInto(Lowering &L, const TVal &v, DType d) {
   return out;
 }
 
+// Fresh registers for value `v` (a control-flow result) in its layout.
+TVal freshRegisters(Lowering &L, const Value *v) {
+  TVal out{v->type.isTensor() ? L.layoutFor(v) : nullptr, {}};
+  for (int r = 0; r < (out.layout ? out.layout->numRegs() : 1); ++r)
+    out.regs.push_back(L.newReg(v->type.dtype));
+  return out;
+}
+
 } // namespace
 
 // Writes `values` (converted to the targets' layouts) into the registers of
@@ -78,17 +86,12 @@ void Lowering::lowerFor(const Op &op) {
   std::string lb = val(op.operand(0)).regs[0], ub = val(op.operand(1)).regs[0],
               step = val(op.operand(2)).regs[0];
   std::vector<TVal> carried;
-  const Op &yield = *body.terminator();
   for (size_t k = 3; k < op.operands.size(); ++k) {
     TVal init = val(op.operand(k));
     // The carried value's layout is the one the layout passes gave it (an
-    // initial value cheap to recompute is computed there); else a splat
-    // initial value takes the layout the loop body gives the value.
-    if (const LayoutEncoding *e = layoutEncoding(body.args[k - 2]->type); e && init.isTensor())
-      init = materialize(op.operand(k), intern(e->layout));
-    else if (init.uniform)
-      if (const LinearLayout *want = preferredLayout(yield.operand(k - 3)))
-        init = convert(init, op.operand(k)->type.dtype, want);
+    // initial value cheap to recompute is computed there).
+    if (init.isTensor())
+      init = materialize(op.operand(k), layoutFor(body.args[k - 2].get()));
     carried.push_back(ownsRegisters(op.operand(k), init) ? init
                                                         : copyInto(*this, init, op.operand(k)->type.dtype));
   }
@@ -185,13 +188,8 @@ void Lowering::lowerIf(const Op &op) {
   lowerBlock(*op.regions[0]);
   const Op &thenYield = *op.regions[0]->terminator();
   std::vector<TVal> results;
-  for (size_t k = 0; k < thenYield.operands.size(); ++k) {
-    const TVal &v = val(thenYield.operand(k));
-    TVal r{v.layout, {}};
-    for (size_t j = 0; j < v.regs.size(); ++j)
-      r.regs.push_back(newReg(thenYield.operand(k)->type.dtype));
-    results.push_back(r);
-  }
+  for (size_t k = 0; k < thenYield.operands.size(); ++k)
+    results.push_back(freshRegisters(*this, op.result((int)k)));
   parallelMove(*this, results, operandsFrom(thenYield, 0));
   b.emit("bra.uni " + end);
   b.label(otherwise);
@@ -208,8 +206,12 @@ void Lowering::lowerIf(const Op &op) {
 void Lowering::lowerWhile(const Op &op) {
   const Block &before = *op.regions[0], &after = *op.regions[1];
   std::vector<TVal> carried;
-  for (size_t k = 0; k < op.operands.size(); ++k)
-    carried.push_back(copyInto(*this, val(op.operand(k)), op.operand(k)->type.dtype));
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    const Value *init = op.operand(k), *arg = before.args[k].get();
+    carried.push_back(copyInto(
+        *this, arg->type.isTensor() ? materialize(init, layoutFor(arg)) : val(init),
+        init->type.dtype));
+  }
   std::string top = b.newLabel("while"), end = b.newLabel("while_end");
   b.label(top);
   enterRegion();
@@ -218,13 +220,8 @@ void Lowering::lowerWhile(const Op &op) {
   lowerBlock(before);
   const Op &cond = *before.terminator();
   std::vector<TVal> forwarded;
-  for (size_t k = 1; k < cond.operands.size(); ++k) {
-    const TVal &v = val(cond.operand(k));
-    TVal r{v.layout, {}};
-    for (size_t j = 0; j < v.regs.size(); ++j)
-      r.regs.push_back(newReg(cond.operand(k)->type.dtype));
-    forwarded.push_back(r);
-  }
+  for (size_t k = 1; k < cond.operands.size(); ++k)
+    forwarded.push_back(freshRegisters(*this, op.result((int)k - 1)));
   parallelMove(*this, forwarded, operandsFrom(cond, 1));
   b.emit("@!" + val(cond.operand(0)).regs[0] + " bra " + end);
   for (size_t k = 0; k < forwarded.size(); ++k)

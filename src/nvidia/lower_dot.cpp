@@ -43,7 +43,7 @@ void Lowering::lowerDot(const Op &op) {
     return;
   }
   const TVal &c = val(op.operand(2));
-  const LinearLayout *l = c.isTensor() && !c.uniform ? c.layout : defaultLayout(rt.shape);
+  const LinearLayout *l = layoutFor(op.result());
   TVal accIn = convert(c, out, l);
 
   // Operands to shared memory, converted to the working type.

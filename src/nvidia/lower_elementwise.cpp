@@ -397,20 +397,9 @@ std::string Lowering::unary(const Op &op, OpKind kind, DType d, const std::strin
 }
 
 void Lowering::lowerElementwise(const Op &op) {
-  const Type &rt = op.result()->type;
-  // A layout the propagation pass chose wins; without one, the layout of an
-  // operand that cannot be recomputed (a load, a dot): the others are
-  // recomputed in it rather than moved through shared memory.
-  const LayoutEncoding *e = layoutEncoding(rt);
-  const LinearLayout *layout = e ? intern(e->layout) : nullptr;
-  for (Value *v : op.operands)
-    if (!e && val(v).isTensor() && !val(v).uniform && (!layout || !rematerializable(v))) {
-      layout = val(v).layout;
-      if (!rematerializable(v))
-        break;
-    }
-  if (rt.isTensor() && !layout)
-    layout = defaultLayout(rt.shape);
+  // In the layout the layout passes gave the result; operands elsewhere are
+  // recomputed there where cheap, else moved.
+  const LinearLayout *layout = op.result()->type.isTensor() ? layoutFor(op.result()) : nullptr;
   std::vector<TVal> xs;
   for (Value *v : op.operands)
     xs.push_back(layout ? materialize(v, layout) : val(v));

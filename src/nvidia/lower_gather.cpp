@@ -9,10 +9,10 @@
 namespace tilec::nvidia {
 
 void Lowering::lowerGather(const Op &op) {
-  const Type &st = op.operand(0)->type, &out = op.result()->type;
+  const Type &st = op.operand(0)->type;
   DType d = st.dtype, id = op.operand(1)->type.dtype;
   int axis = (int)op.intAttr("axis"), rank = st.rank(), bytes = storageBytes(d);
-  TVal src = materialize(op.operand(0), defaultLayout(st.shape));
+  TVal src = materialize(op.operand(0), layoutFor(op.operand(0)));
   std::vector<int64_t> strides(rank, 1);
   for (int k = rank - 2; k >= 0; --k)
     strides[k] = strides[k + 1] * st.shape[k + 1];
@@ -23,9 +23,7 @@ void Lowering::lowerGather(const Op &op) {
     storeShared(sharedElement(src.layout, r, bytes), d, src.regs[r]);
   barrier();
 
-  const TVal &given = val(op.operand(1));
-  const LinearLayout *il =
-      given.isTensor() && !given.uniform ? given.layout : defaultLayout(out.shape);
+  const LinearLayout *il = layoutFor(op.result()); // and the indices'
   TVal index = materialize(op.operand(1), il);
   TVal result{il, {}};
   for (int r = 0; r < il->numRegs(); ++r) {
@@ -49,9 +47,7 @@ void Lowering::lowerGather(const Op &op) {
 void Lowering::lowerHistogram(const Op &op) {
   const Type &xt = op.operand(0)->type, &out = op.result()->type;
   int64_t bins = out.shape[0];
-  const TVal &given = val(op.operand(0));
-  const LinearLayout *l =
-      given.isTensor() && !given.uniform ? given.layout : defaultLayout(xt.shape);
+  const LinearLayout *l = layoutFor(op.operand(0));
   TVal x = materialize(op.operand(0), l);
   TVal mask = op.operands.size() > 1 ? materialize(op.operand(1), l) : TVal{};
   needShared(bins * 4);
@@ -83,7 +79,7 @@ void Lowering::lowerHistogram(const Op &op) {
     b.emit("@" + inside + " red.shared.add.u32 [" + addr + "], 1");
   }
   barrier();
-  const LinearLayout *ol = defaultLayout(out.shape);
+  const LinearLayout *ol = layoutFor(op.result());
   TVal result{ol, {}};
   for (int r = 0; r < ol->numRegs(); ++r) {
     std::string addr =

@@ -106,15 +106,7 @@ std::vector<std::string> Lowering::asmOutputElements(const std::vector<std::stri
 void Lowering::lowerInlineAsm(const Op &op) {
   int pack = (int)op.intAttr("pack");
   AsmConstraints letters = parseAsmConstraints(op.strAttr("constraints"));
-  const Type &shapeType = op.result()->type;
-  const LinearLayout *layout = nullptr;
-  for (const Value *v : op.operands) {
-    const TVal &t = val(v);
-    if (t.isTensor() && !t.uniform && !layout)
-      layout = t.layout;
-  }
-  if (shapeType.isTensor() && !layout)
-    layout = defaultLayout(shapeType.shape);
+  const LinearLayout *layout = op.result()->type.isTensor() ? layoutFor(op.result()) : nullptr;
   std::vector<TVal> in;
   for (const Value *v : op.operands)
     in.push_back(layout ? materialize(v, layout) : val(v));

@@ -551,11 +551,11 @@ TVal Lowering::convert(const TVal &v, DType d, const LinearLayout *to) {
   return out;
 }
 
-bool Lowering::rematerializable(const Value *v, int depth) {
+bool recomputable(const Value *v, std::unordered_map<const Value *, bool> &memo, int depth) {
   if (!v->type.isTensor())
     return true; // a scalar is the same register in every layout
-  auto it = rematerializable_.find(v);
-  if (it != rematerializable_.end())
+  auto it = memo.find(v);
+  if (it != memo.end())
     return it->second;
   const Op *def = v->def;
   bool ok = false;
@@ -569,17 +569,19 @@ bool Lowering::rematerializable(const Value *v, int depth) {
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
     case OpKind::Reshape:
-      ok = rematerializable(def->operand(0), depth + 1);
+      ok = recomputable(def->operand(0), memo, depth + 1);
       break;
     default:
       ok = def->has(ELEMENTWISE) && def->has(PURE);
       for (const Value *o : def->operands)
-        ok = ok && rematerializable(o, depth + 1);
+        ok = ok && recomputable(o, memo, depth + 1);
     }
   }
-  rematerializable_[v] = ok;
+  memo[v] = ok;
   return ok;
 }
+
+bool Lowering::rematerializable(const Value *v) { return recomputable(v, rematerializable_); }
 
 // Whether `user` materializes its operand `v` where it reads it
 // (accessOperands): a plain load in the coalescing pass's layout, or a store's
@@ -740,7 +742,7 @@ void Lowering::lowerShape(const Op &op) {
   case OpKind::ExpandDims: {
     const TVal &src = val(op.operand(0));
     if (!src.isTensor()) {
-      bind(op.result(), convert(src, t.dtype, defaultLayout(t.shape)));
+      bind(op.result(), convert(src, t.dtype, layoutFor(op.result())));
       return;
     }
     int axis = (int)op.intAttr("axis");
@@ -750,7 +752,7 @@ void Lowering::lowerShape(const Op &op) {
   case OpKind::Reshape: {
     const TVal &src = val(op.operand(0));
     if (!src.isTensor()) {
-      bind(op.result(), convert(src, t.dtype, defaultLayout(t.shape)));
+      bind(op.result(), convert(src, t.dtype, layoutFor(op.result())));
       return;
     }
     bind(op.result(), TVal{intern(reshapeLayout(*src.layout, t.shape)), src.regs});

@@ -496,9 +496,7 @@ void Lowering::lowerStoreBlock(const Op &op) {
   DType d = op.operand(1)->type.dtype;
   const TVal &v = val(op.operand(1));
   // In the value's layout: the coalescing pass moved it into an access layout.
-  const LinearLayout *l = v.isTensor() && !v.uniform
-                              ? v.layout
-                              : defaultLayout(op.operand(0)->type.blockShape);
+  const LinearLayout *l = layoutFor(op.operand(1));
   int vec = blockVectorWidth(axisInfo, op, l, d);
   TVal ptr, mask;
   bool masked = false;

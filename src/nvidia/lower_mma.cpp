@@ -118,7 +118,7 @@ std::shared_ptr<const LayoutEncoding> accumulatorEncoding(const Op &dot, const G
 
 const LinearLayout *Lowering::mmaLayout(const Op &dot) {
   const LayoutEncoding *e = layoutEncoding(dot.result()->type); // set by assignLayouts
-  return e ? intern(e->layout) : nullptr;
+  return isTensorCoreDot(dot) ? intern(e->layout) : nullptr;
 }
 
 const LinearLayout *Lowering::wgmmaLayout(const Op &dot) {
@@ -126,26 +126,10 @@ const LinearLayout *Lowering::wgmmaLayout(const Op &dot) {
   return e && e->kind == "wgmma" ? intern(e->layout) : nullptr;
 }
 
-const LinearLayout *Lowering::preferredLayout(const Value *v, int depth) {
-  if (const LayoutEncoding *e = layoutEncoding(v->type))
-    return intern(e->layout);
-  const Op *def = v->def;
-  if (!def || depth > 8)
-    return nullptr;
-  if (def->kind == OpKind::Dot)
-    return mmaLayout(*def);
-  if (!def->has(ELEMENTWISE))
-    return nullptr;
-  for (const Value *operand : def->operands)
-    if (const LinearLayout *l = preferredLayout(operand, depth + 1))
-      return l;
-  return nullptr;
-}
-
 void Lowering::stageOperand(const Value *v, DType in, const SharedTile &tile, bool transposed,
                             const std::string &base, bool roundTf32) {
   const TVal &x = val(v);
-  const LinearLayout *l = x.isTensor() && !x.uniform ? x.layout : defaultLayout(v->type.shape);
+  const LinearLayout *l = layoutFor(v);
   TVal xv = convert(x, in, l);
   int bytes = dtypeBytes(in);
   auto element = [&](const std::string &e) { return roundTf32 ? roundToTf32(*this, e) : e; };

@@ -134,7 +134,7 @@ void Lowering::lowerReduce(const Op &op) {
   DType acc = computesInF32(d) ? DType::F32 : d;
   int axis = (int)op.intAttr("axis");
   bool isArg = op.kind == OpKind::ArgMax || op.kind == OpKind::ArgMin;
-  const LinearLayout *in = x.isTensor() ? x.layout : defaultLayout(t.shape);
+  const LinearLayout *in = layoutFor(op.operand(0));
   TVal xv = convert(x, d, in);
   // Each element: its value (in f32 for narrower floats) and, for argmax/argmin, its index.
   std::vector<DType> types = {acc};
@@ -217,10 +217,7 @@ static void bindResults(Lowering &L, const Op &op, const LinearLayout *l,
 }
 
 void Lowering::lowerReduceWith(const Op &op) {
-  const Type &t = op.operand(0)->type;
-  const TVal &first = val(op.operand(0));
-  const LinearLayout *in =
-      first.isTensor() && !first.uniform ? first.layout : defaultLayout(t.shape);
+  const LinearLayout *in = layoutFor(op.operand(0));
   std::vector<DType> types;
   std::vector<Values> elems = operandValues(*this, op, in, types);
   auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };
@@ -361,7 +358,7 @@ void Lowering::lowerCumSum(const Op &op) {
   const Type &t = op.operand(0)->type;
   DType d = t.dtype, acc = computesInF32(d) ? DType::F32 : d;
   int axis = (int)op.intAttr("axis");
-  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
+  const LinearLayout *l = layoutFor(op.result()); // the scan layout
   TVal x = convert(val(op.operand(0)), d, l);
   std::vector<Values> v;
   for (const std::string &r : x.regs)
@@ -377,9 +374,8 @@ void Lowering::lowerCumSum(const Op &op) {
 }
 
 void Lowering::lowerScanWith(const Op &op) {
-  const Type &t = op.operand(0)->type;
   int axis = (int)op.intAttr("axis");
-  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps));
+  const LinearLayout *l = layoutFor(op.result()); // the scan layout
   std::vector<DType> types;
   std::vector<Values> v = operandValues(*this, op, l, types);
   auto combine = [&](const Values &a, const Values &c) { return combineRegion(op, a, c); };

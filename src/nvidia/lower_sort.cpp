@@ -16,7 +16,7 @@ void Lowering::lowerSort(const Op &op) {
   while ((int64_t{1} << bits) < t.shape[axis])
     ++bits;
   bool descending = op.intAttr("descending") != 0, mergeOnly = op.intAttr("merge_only") != 0;
-  const LinearLayout *l = intern(scanLayout(t.shape, axis, opts.numWarps, 8));
+  const LinearLayout *l = layoutFor(op.result()); // the scan layout, in runs of 8
   std::vector<std::string> v = convert(val(op.operand(0)), d, l).regs;
   auto along = [&](const std::vector<Coords> &bases) {
     int n = 0;

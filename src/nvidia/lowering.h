@@ -268,6 +268,10 @@ int defaultVector(const std::vector<int64_t> &shape, int minAccessBytes, int num
 // The blocked layout of a tensor no pass gave one, with defaultVector's vectors.
 LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAccessBytes,
                                   int numWarps);
+// Whether tensor `v` is computed only from ranges, splats, constants,
+// broadcasts, views and pure elementwise math (cheap to compute again in
+// another layout); `memo` keeps the answers.
+bool recomputable(const Value *v, std::unordered_map<const Value *, bool> &memo, int depth = 0);
 // The layout the lowering holds tensor `v` in (Lowering::layoutFor): its
 // type's encoding, else the default one.
 LinearLayout loweredLayout(const Value *v, int minAccessBytes, int numWarps);
@@ -432,7 +436,7 @@ public:
   // Rematerialization (lower_layout.cpp): a value computed only from ranges,
   // splats, broadcasts and elementwise math is recomputed in the layout a
   // consumer wants instead of being moved through shared memory.
-  bool rematerializable(const Value *v, int depth = 0);
+  bool rematerializable(const Value *v);
   // registerOnlyConversion of two layouts, remembered for interned ones.
   const std::vector<int> &registerMap(const LinearLayout *from, const LinearLayout *to);
   // `needed` (optional): only those registers are read (a vector's first
@@ -604,8 +608,6 @@ public:
   // Ops lowerBlock passes over: they only feed the masks of pipelined loads.
   std::set<const Op *> skipped;
   void skipDeadMasks(const Pipeline &p, const Block &body);
-  // The layout a value would like to have (a dot's accumulator), if any.
-  const LinearLayout *preferredLayout(const Value *v, int depth = 0);
   void lowerFor(const Op &op);
   void lowerIf(const Op &op);
   void waitForAsyncDotIn(const Op &ifOp, const Block &region);

@@ -542,7 +542,7 @@ LoopDots loopDots(const Block &body) {
     const Op &dot = *opPtr;
     // (tf32 on mma.sync rounds its operands as it stages them: not copied raw;
     // wgmma reads them raw, as Triton's does)
-    if (dot.kind == OpKind::Dot && layoutEncoding(dot.result()->type) &&
+    if (dot.kind == OpKind::Dot && isTensorCoreDot(dot) &&
         ((dtypeBytes(dot.operand(0)->type.dtype) <= 2 &&
           dtypeBytes(dot.operand(1)->type.dtype) <= 2) ||
          isWgmmaDot(dot)))
@@ -591,6 +591,11 @@ int64_t pipelineStageBytes(const Op &forOp) {
 bool isWgmmaDot(const Op &dot) {
   const LayoutEncoding *e = layoutEncoding(dot.result()->type);
   return e && e->kind == "wgmma";
+}
+
+bool isTensorCoreDot(const Op &dot) {
+  const LayoutEncoding *e = layoutEncoding(dot.result()->type);
+  return e && (e->kind == "wgmma" || e->kind == "mma");
 }
 
 int64_t impreciseSumSpan(const Op &dot) {

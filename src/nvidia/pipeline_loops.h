@@ -87,8 +87,10 @@ int64_t valueSlotBytes(const Op &load);
 // The bytes one stage of pipelined loop `forOp` (pipeline_stages >= 2) takes:
 // the slots of its copied loads, one after another.
 int64_t pipelineStageBytes(const Op &forOp);
-// Whether `dot` runs on wgmma (its accumulator has the wgmma layout).
+// Whether `dot` runs on wgmma (its accumulator has the wgmma layout); on
+// the tensor cores (wgmma's or mma.sync's layout; else on the CUDA cores).
 bool isWgmmaDot(const Op &dot);
+bool isTensorCoreDot(const Op &dot);
 // The k elements an fp8 wgmma dot with an f32 accumulator sums on the tensor
 // cores before adding them to the accumulator in f32, as Triton does for its
 // max_num_imprecise_acc (0: one instruction's); 0 when it sums all of K in
