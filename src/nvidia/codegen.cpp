@@ -588,10 +588,10 @@ struct GpuPass {
 
 // The GPU pipeline, in order: each pass decides one kind of thing for the lowering.
 const GpuPass kGpuPasses[] = {
-    {"gpu-assign-layouts", assignLayouts},       // tensor-core accumulators
-    {"gpu-coalesce", coalesceMemory},            // memory accesses
-    {"gpu-propagate-layouts", propagateLayouts}, // everything computed from those
-    {"gpu-complete-layouts", completeLayouts},   // the rest, as the lowering computes them
+    {"gpu-assign-layouts", assignLayouts},         // tensor-core accumulators
+    {"gpu-coalesce", coalesceMemory},              // memory accesses
+    {"gpu-propagate-layouts", propagateLayouts},   // everything computed from those
+    {"gpu-complete-layouts", completeLayouts},     // the rest, as the lowering computes them
     {"gpu-remove-conversions", removeConversions}, // the conversions that move nothing
     {"gpu-pipeline-loops", pipelineLoops},         // the loads copied ahead, the dots run on
     {"gpu-warp-specialize", warpSpecialize},       // a producer warpgroup issues the copies

@@ -257,17 +257,16 @@ private:
       return;
     }
     case OpKind::Gather:
-      give(r, op.operand(1)->type.isTensor() && !uniform(op.operand(1))
-                  ? encodingOf(op.operand(1))
-                  : defaultEncoding(shape));
+      give(r, op.operand(1)->type.isTensor() && !uniform(op.operand(1)) ? encodingOf(op.operand(1))
+                                                                        : defaultEncoding(shape));
       return;
     case OpKind::AtomicRMW:
     case OpKind::AtomicCAS:
     case OpKind::AtomicLoad:
     case OpKind::AtomicPoll:
       if (x->type.isTensor())
-        give(r, firstHeld(op, op.kind == OpKind::AtomicPoll ? 2 : op.operands.size(),
-                          x->type.shape));
+        give(r,
+             firstHeld(op, op.kind == OpKind::AtomicPoll ? 2 : op.operands.size(), x->type.shape));
       return;
     case OpKind::InlineAsm: {
       EncodingPtr e = firstHeld(op, op.operands.size(), shape);

@@ -208,9 +208,9 @@ void Lowering::lowerWhile(const Op &op) {
   std::vector<TVal> carried;
   for (size_t k = 0; k < op.operands.size(); ++k) {
     const Value *init = op.operand(k), *arg = before.args[k].get();
-    carried.push_back(copyInto(
-        *this, arg->type.isTensor() ? materialize(init, layoutFor(arg)) : val(init),
-        init->type.dtype));
+    carried.push_back(copyInto(*this,
+                               arg->type.isTensor() ? materialize(init, layoutFor(arg)) : val(init),
+                               init->type.dtype));
   }
   std::string top = b.newLabel("while"), end = b.newLabel("while_end");
   b.label(top);
