@@ -36,7 +36,6 @@ int archNumber(const std::string &arch) {
 Lowering::Lowering(const Function &f, const GpuOptions &o, AxisInfoMap info)
     : fn(f), opts(o), axisInfo(std::move(info)) {
   arch = archNumber(opts.arch);
-  minElementBytes_ = minAccessBytes(fn);
 }
 
 int minAccessBytes(const Function &fn) {
@@ -62,9 +61,10 @@ LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAcce
   return blockedLayout(shape, defaultVector(shape, minAccessBytes, numWarps), numWarps);
 }
 
-LinearLayout loweredLayout(const Value *v, int minAccessBytes, int numWarps) {
+const LinearLayout &encodedLayout(const Value *v) {
   const LayoutEncoding *e = layoutEncoding(v->type);
-  return e ? e->layout : defaultBlockedLayout(v->type.shape, minAccessBytes, numWarps);
+  TILEC_ASSERT(e, "a tensor without a layout after gpu-complete-layouts");
+  return e->layout;
 }
 
 void Lowering::unsupported(const Op &op, const std::string &what) {
@@ -90,19 +90,7 @@ const LinearLayout *Lowering::intern(const LinearLayout &l) {
   return &layouts_.back();
 }
 
-const LinearLayout *Lowering::layoutFor(const Value *v) {
-  const LayoutEncoding *e = layoutEncoding(v->type);
-  return e ? intern(e->layout) : defaultLayout(v->type.shape);
-}
-
-const LinearLayout *Lowering::defaultLayout(const std::vector<int64_t> &shape) {
-  auto it = defaults_.find(shape);
-  if (it != defaults_.end())
-    return it->second;
-  const LinearLayout *l = intern(defaultBlockedLayout(shape, minElementBytes_, opts.numWarps));
-  defaults_[shape] = l;
-  return l;
-}
+const LinearLayout *Lowering::layoutFor(const Value *v) { return intern(encodedLayout(v)); }
 
 std::string Lowering::opReg(std::string_view instr, RegClass rc,
                             std::initializer_list<std::string_view> srcs) {

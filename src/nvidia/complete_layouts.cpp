@@ -13,14 +13,13 @@
 //     scan layout of their shape; gathers, atomics, inline asm and dots on
 //     the CUDA cores: the first operand's that is not a splat, else the
 //     default; histograms, the default;
-//   - a loop's carried value: its initial value's (a splat's, the layout its
-//     body yields it in, where that comes from a dot or an encoded value); an
-//     if's result, its then-branch's; a while's, its condition's.
+//   - a loop's carried value: its initial value's (propagation gave those
+//     its body computes from an encoded value theirs); an if's result, its
+//     then-branch's; a while's, its condition's.
 #include "nvidia/complete_layouts.h"
 
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "nvidia/linear_layout.h"
 #include "nvidia/lowering.h"
@@ -41,20 +40,6 @@ public:
   Completion(const Function &fn, const GpuOptions &opts)
       : minBytes_(minAccessBytes(fn)), numWarps_(opts.numWarps) {}
 
-  // The values the layout passes before this one encoded (a loop's carried
-  // splat looks for those only).
-  void seed(Block &b) {
-    walk(b, [&](Op *op) {
-      for (auto &r : op->results)
-        if (layoutOf(r.get()))
-          anchored_.insert(r.get());
-      for (auto &region : op->regions)
-        for (auto &arg : region->args)
-          if (layoutOf(arg.get()))
-            anchored_.insert(arg.get());
-    });
-  }
-
   void block(Block &b) {
     for (auto &op : b.ops)
       visit(*op);
@@ -62,7 +47,6 @@ public:
 
 private:
   int minBytes_, numWarps_;
-  std::unordered_set<const Value *> anchored_;
   std::map<std::vector<int64_t>, EncodingPtr> defaults_;
   std::unordered_map<const Value *, bool> recomputable_;
 
@@ -134,34 +118,11 @@ private:
     return chosen ? chosen : defaultEncoding(op.result()->type.shape);
   }
 
-  // The layout a loop's body gives the carried value it yields (`v`) where
-  // that comes from an encoded value through elementwise ops.
-  const LinearLayout *preferred(const Value *v, int depth = 0) {
-    if (anchored_.count(v))
-      return layoutOf(v);
-    const Op *def = v->def;
-    if (!def || depth > 8 || !def->has(ELEMENTWISE))
-      return nullptr;
-    for (const Value *operand : def->operands)
-      if (const LinearLayout *l = preferred(operand, depth + 1))
-        return l;
-    return nullptr;
-  }
-
   void visit(Op &op) {
     if (op.kind == OpKind::For) {
       Block &body = *op.regions[0];
-      const Op &yield = *body.terminator();
-      for (size_t k = 1; k < body.args.size(); ++k) {
-        Value *arg = body.args[k].get(), *init = op.operand(2 + k);
-        if (!arg->type.isTensor() || layoutOf(arg))
-          continue;
-        const LinearLayout *want = uniform(init) ? preferred(yield.operand(k - 1)) : nullptr;
-        if (want)
-          give(arg, "linear", *want);
-        else
-          give(arg, encodingOf(init));
-      }
+      for (size_t k = 1; k < body.args.size(); ++k)
+        give(body.args[k].get(), encodingOf(op.operand(2 + k)));
       for (size_t k = 1; k < body.args.size(); ++k)
         give(op.result((int)k - 1), encodingOf(body.args[k].get()));
       block(body);
@@ -290,9 +251,7 @@ private:
 } // namespace
 
 void completeLayouts(Function &fn, const GpuOptions &opts) {
-  Completion c(fn, opts);
-  c.seed(*fn.body);
-  c.block(*fn.body);
+  Completion(fn, opts).block(*fn.body);
 }
 
 } // namespace tilec::nvidia

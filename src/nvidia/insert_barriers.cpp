@@ -169,17 +169,7 @@ bool holdsControl(const Op &op) {
          op.kind == OpKind::WarpSpecialize;
 }
 
-ScratchModel::ScratchModel(const Function &fn, const GpuOptions &opts)
-    : minAccessBytes_(minAccessBytes(fn)), numWarps_(opts.numWarps) {}
-
-const LinearLayout &ScratchModel::layout(const Value *v) const {
-  if (const LayoutEncoding *e = layoutEncoding(v->type))
-    return e->layout;
-  auto it = defaults_.find(v->type.shape);
-  if (it == defaults_.end())
-    it = defaults_.emplace(v->type.shape, loweredLayout(v, minAccessBytes_, numWarps_)).first;
-  return it->second;
-}
+const LinearLayout &ScratchModel::layout(const Value *v) const { return encodedLayout(v); }
 
 ScratchUse ScratchModel::use(const Op &op) const {
   auto it = uses_.find(&op);
@@ -189,18 +179,11 @@ ScratchUse ScratchModel::use(const Op &op) const {
 }
 
 ScratchUse ScratchModel::decide(const Op &op) const {
-  // Whether the lowering holds `v` in its type's encoding (the layout
-  // passes' decision; else in whatever layout the op that made it chose).
-  auto placed = [](const Value *v) { return !isTile(v) || layoutEncoding(v->type); };
-  bool allPlaced = true;
-  for (const Value *v : op.operands)
-    allPlaced = allPlaced && placed(v);
-  for (const auto &r : op.results)
-    allPlaced = allPlaced && placed(r.get());
   // A conversion that moves elements between threads (but a splat or a
-  // value recomputed in place moves nothing).
+  // value recomputed in place moves nothing). The lowering holds every
+  // tensor in its type's encoding.
   auto converts = [&](const LinearLayout &from, const LinearLayout &to) {
-    return exchanges(from, to) || !allPlaced ? ScratchUse::Maybe : ScratchUse::None;
+    return exchanges(from, to) ? ScratchUse::Maybe : ScratchUse::None;
   };
   if (holdsControl(op))
     return ScratchUse::None; // (what its regions do is their ops')
@@ -217,13 +200,11 @@ ScratchUse ScratchModel::decide(const Op &op) const {
   case OpKind::ArgMax:
   case OpKind::ArgMin:
   case OpKind::ReduceWith: { // across warps
-    if (!placed(op.operand(0)))
-      return ScratchUse::Maybe;
     int axis = (int)op.intAttr("axis");
     for (const Coords &w : layout(op.operand(0)).warps)
       if (w[axis] != 0)
         return ScratchUse::Certain;
-    return allPlaced ? ScratchUse::None : ScratchUse::Maybe;
+    return ScratchUse::None;
   }
   case OpKind::Dot: {
     const LayoutEncoding *acc = layoutEncoding(op.result()->type);
@@ -265,25 +246,15 @@ ScratchUse ScratchModel::decide(const Op &op) const {
   }
   // Anything else holds its tensor operands and results in one layout: it
   // moves them there through shared memory where their layouts exchange
-  // elements (a broadcast: the result's elements from the operand's). A
-  // value without an encoding is in the default layout of its shape where
-  // an op of the same layout in and out made it (elsewhere, in one derived
-  // from its operand's: maybe). A use where the lowering holds a value
-  // otherwise is not modeled: it gets barriers on both sides.
-  auto defaultHeld = [&](const Value *v) {
-    if (placed(v) || !v->def)
-      return true;
-    const Op &def = *v->def;
-    return def.has(ELEMENTWISE) || def.kind == OpKind::Load || def.kind == OpKind::Splat ||
-           def.kind == OpKind::MakeRange || def.kind == OpKind::Constant ||
-           def.kind == OpKind::Broadcast;
-  };
+  // elements (a broadcast: the result's elements from the operand's). A use
+  // where the lowering holds a value otherwise is not modeled: it gets
+  // barriers on both sides.
   const LinearLayout *first = nullptr;
   bool moves = false;
   for (const Value *v : op.operands)
     if (isTile(v)) {
       const LinearLayout &l = layout(v);
-      moves = moves || !defaultHeld(v) || (first && exchanges(l, *first));
+      moves = moves || (first && exchanges(l, *first));
       if (!first)
         first = &l;
     }
@@ -294,7 +265,7 @@ ScratchUse ScratchModel::decide(const Op &op) const {
 }
 
 void insertBarriers(Function &fn, const GpuOptions &opts) {
-  ScratchModel model(fn, opts);
+  ScratchModel model;
   Pending pending;
   Inserter(model).block(*fn.body, pending, 0);
 }

@@ -41,16 +41,13 @@ bool holdsControl(const Op &op);
 enum class ScratchUse { None, Maybe, Certain };
 class ScratchModel {
 public:
-  ScratchModel(const Function &fn, const GpuOptions &opts);
   ScratchUse use(const Op &op) const;
 
 private:
-  int minAccessBytes_, numWarps_;
-  // Both memoized: the analysis visits a loop's ops once per round.
+  // Memoized: the analysis visits a loop's ops once per round.
   mutable std::unordered_map<const Op *, ScratchUse> uses_;
-  mutable std::map<std::vector<int64_t>, LinearLayout> defaults_; // by shape
   ScratchUse decide(const Op &op) const;
-  // loweredLayout(v), without a copy.
+  // The layout the lowering holds `v` in (its encoding).
   const LinearLayout &layout(const Value *v) const;
 };
 

@@ -53,7 +53,7 @@ void Lowering::lowerDot(const Op &op) {
   b.comment("dot " + at.str() + " x " + bt.str() + " on CUDA cores");
   scratchBarrier();
   auto stage = [&](const TVal &v, DType d, const Type &t, int64_t start) {
-    const LinearLayout *vl = v.isTensor() ? v.layout : defaultLayout(t.shape);
+    const LinearLayout *vl = v.layout;
     TVal x = convert(v, d, vl);
     for (int r = 0; r < vl->numRegs(); ++r) {
       std::string e = x.regs[r];

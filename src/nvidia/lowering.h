@@ -272,9 +272,9 @@ LinearLayout defaultBlockedLayout(const std::vector<int64_t> &shape, int minAcce
 // broadcasts, views and pure elementwise math (cheap to compute again in
 // another layout); `memo` keeps the answers.
 bool recomputable(const Value *v, std::unordered_map<const Value *, bool> &memo, int depth = 0);
-// The layout the lowering holds tensor `v` in (Lowering::layoutFor): its
-// type's encoding, else the default one.
-LinearLayout loweredLayout(const Value *v, int minAccessBytes, int numWarps);
+// The layout the lowering holds tensor `v` in: its type's encoding, which
+// every tensor has from gpu-complete-layouts on.
+const LinearLayout &encodedLayout(const Value *v);
 
 class Lowering {
 public:
@@ -301,8 +301,7 @@ public:
   TVal &val(const Value *v);
   void bind(const Value *v, TVal t) { values_[v] = std::move(t); }
   const LinearLayout *intern(const LinearLayout &l);
-  const LinearLayout *defaultLayout(const std::vector<int64_t> &shape);
-  // The layout of `v`'s encoding, else the default one of its shape.
+  // The layout of `v`'s encoding (the passes gave every tensor one), interned.
   const LinearLayout *layoutFor(const Value *v);
   void keepEncodings(const Op &op);
   std::string newReg(DType d) { return b.reg(regClassOf(d)); }
@@ -623,7 +622,6 @@ public:
 private:
   std::unordered_map<const Value *, TVal> values_;
   std::deque<LinearLayout> layouts_;
-  std::map<std::vector<int64_t>, const LinearLayout *> defaults_;
   std::map<std::pair<const LinearLayout *, int>, std::string> threadCoords_;
   std::unordered_map<std::string, int64_t> known_;
   std::map<std::pair<RegClass, int64_t>, std::string> knownConstants_;
@@ -662,7 +660,6 @@ private:
   // Each block pointer's map: its parameter's index and address.
   std::map<const Op *, std::pair<size_t, std::string>> tensorMapAddrs_;
   std::string tmaLeader_;
-  int minElementBytes_ = 4;
   // Warp specialization: the producer warps the launch adds, and (once the
   // roles split) the consumer threads a barrier waits for, none else.
   int producerWarps_ = 0;

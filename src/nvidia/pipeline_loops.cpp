@@ -244,7 +244,7 @@ class LoopPipeliner {
 public:
   LoopPipeliner(Function &fn, const GpuOptions &opts, const AxisInfoMap &info)
       : fn_(fn), opts_(opts), arch_(archNumber(opts.arch)), info_(info),
-        counts_(countUses(*fn.body)), minBytes_(minAccessBytes(fn)) {}
+        counts_(countUses(*fn.body)) {}
 
   void run() { visit(*fn_.body); }
 
@@ -340,8 +340,8 @@ private:
   }
 
   // The layout the copies of `c` are issued in: the load's (the coalescing pass's).
-  LinearLayout copyLayout(const Copy &c) const {
-    return loweredLayout(c.address.load->result(), minBytes_, opts_.numWarps);
+  const LinearLayout &copyLayout(const Copy &c) const {
+    return encodedLayout(c.address.load->result());
   }
 
   // Whether TMA copies `c`: a 2-D block pointer's tile as loaded (or, from
@@ -381,7 +381,7 @@ private:
       CopyAddress a;
       if (!copyAddress(forOp, load, a))
         continue;
-      LinearLayout lay = loweredLayout(load.result(), minBytes_, opts_.numWarps);
+      const LinearLayout &lay = encodedLayout(load.result());
       int last = lay.rank() - 1;
       DType d = load.result()->type.dtype;
       int bytes = dtypeBytes(d);
@@ -511,7 +511,6 @@ private:
   int arch_;
   const AxisInfoMap &info_;
   UseCounts counts_;
-  int minBytes_;
   // The box and element bytes of each block pointer's tensor map.
   std::map<const Op *, std::pair<std::vector<int64_t>, int>> boxes_;
 };

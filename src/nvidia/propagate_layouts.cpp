@@ -16,8 +16,8 @@
 // dot wins over one derived from a load, and the others get an explicit
 // gpu.convert_layout, as do loop inits, yields and branch results that arrive
 // in another layout than their loop or if keeps. Values derived from no such
-// anchor (ranges, splats, their arithmetic) keep no encoding: the lowering
-// recomputes them in whatever layout their users need.
+// anchor (ranges, splats, their arithmetic) are left to gpu-complete-layouts;
+// the lowering recomputes them in whatever layout their users need.
 #include "nvidia/propagate_layouts.h"
 
 #include <unordered_map>

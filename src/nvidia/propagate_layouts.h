@@ -10,7 +10,7 @@ namespace tilec::nvidia {
 // their layouts). Carries those encodings through the values computed from
 // them, into loops and ifs, and back into broadcasts; inserts a
 // gpu.convert_layout wherever a value must change layout. Values computed
-// from none of them keep no encoding (the lowering recomputes them where used).
+// from none of them keep no encoding (completeLayouts gives them one).
 void propagateLayouts(Function &fn, const GpuOptions &opts);
 
 } // namespace tilec::nvidia
