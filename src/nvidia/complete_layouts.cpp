@@ -250,8 +250,6 @@ private:
 
 } // namespace
 
-void completeLayouts(Function &fn, const GpuOptions &opts) {
-  Completion(fn, opts).block(*fn.body);
-}
+void completeLayouts(Function &fn, const GpuOptions &opts) { Completion(fn, opts).block(*fn.body); }
 
 } // namespace tilec::nvidia
