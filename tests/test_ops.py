@@ -2763,6 +2763,37 @@ def test_block_pointer_padding(rng, pad):
     np.testing.assert_array_equal(out, ref)
 
 
+@tilec.jit
+def block_ptr_remade_in_loops_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    row = tl.program_id(0) * BM
+    x_blk = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (row, 0), (BM, BN), (1, 0))
+    for j in range(0, N, BN):
+        if j % (3 * BN) == 0:  # made again: the if gives back every part of it
+            x_blk = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (row, j), (BM, BN), (1, 0))
+        o_blk = tl.make_block_ptr(out_ptr, (M, N), (N, 1), (row, j), (BM, BN), (1, 0))
+        tl.store(o_blk, tl.load(x_blk, boundary_check=(0, 1)) + 1, boundary_check=(0, 1))
+        x_blk = tl.advance(x_blk, (0, BN))
+    o_blk = tl.make_block_ptr(out_ptr, (M, N), (N, 1), (row, 0), (BM, BN), (1, 0))
+    n = 0
+    while n < N:
+        if n % (2 * BN) == 0:
+            o_blk = tl.make_block_ptr(out_ptr, (M, N), (N, 1), (row, n), (BM, BN), (1, 0))
+        v = tl.load(o_blk, boundary_check=(0, 1))
+        tl.store(o_blk, v * 2, boundary_check=(0, 1))
+        o_blk = tl.advance(o_blk, (0, BN))
+        n += BN
+
+
+def test_block_pointers_made_again_in_loops(rng):
+    """A block pointer an if inside a for makes again, and one a while loop
+    carries through an if: each if and loop gives back all of its registers."""
+    M, N = 13, 100
+    x = nonzero(rng, (M, N))
+    out = np.zeros((M, N), np.float32)
+    block_ptr_remade_in_loops_kernel[(tilec.cdiv(M, 8),)](x, out, M, N, BM=8, BN=16)
+    np.testing.assert_allclose(out, (x + 1) * 2, rtol=1e-6)
+
+
 # ----------------------------------------------------------------------------
 # `import triton` through tilec.compat
 # ----------------------------------------------------------------------------

@@ -24,10 +24,13 @@ TVal copyInto(Lowering &L, const TVal &v, DType d) {
   return out;
 }
 
-// Fresh registers for value `v` (a control-flow result) in its layout.
-TVal freshRegisters(Lowering &L, const Value *v) {
+// Fresh registers for control-flow result `v`, which `from` flows into: a
+// tensor's in its layout; a scalar's as many as `from` has (a block
+// pointer's base, shape, strides and offsets).
+TVal freshRegisters(Lowering &L, const Value *v, const TVal &from) {
   TVal out{v->type.isTensor() ? L.layoutFor(v) : nullptr, {}};
-  for (int r = 0; r < (out.layout ? out.layout->numRegs() : 1); ++r)
+  size_t n = out.layout ? (size_t)out.layout->numRegs() : from.regs.size();
+  for (size_t r = 0; r < n; ++r)
     out.regs.push_back(L.newReg(v->type.dtype));
   return out;
 }
@@ -189,7 +192,7 @@ void Lowering::lowerIf(const Op &op) {
   const Op &thenYield = *op.regions[0]->terminator();
   std::vector<TVal> results;
   for (size_t k = 0; k < thenYield.operands.size(); ++k)
-    results.push_back(freshRegisters(*this, op.result((int)k)));
+    results.push_back(freshRegisters(*this, op.result((int)k), val(thenYield.operand(k))));
   parallelMove(*this, results, operandsFrom(thenYield, 0));
   b.emit("bra.uni " + end);
   b.label(otherwise);
@@ -221,7 +224,7 @@ void Lowering::lowerWhile(const Op &op) {
   const Op &cond = *before.terminator();
   std::vector<TVal> forwarded;
   for (size_t k = 1; k < cond.operands.size(); ++k)
-    forwarded.push_back(freshRegisters(*this, op.result((int)k - 1)));
+    forwarded.push_back(freshRegisters(*this, op.result((int)k - 1), val(cond.operand(k))));
   parallelMove(*this, forwarded, operandsFrom(cond, 1));
   b.emit("@!" + val(cond.operand(0)).regs[0] + " bra " + end);
   for (size_t k = 0; k < forwarded.size(); ++k)
