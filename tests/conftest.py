@@ -112,6 +112,17 @@ class GpuShim:
 _BRACED_DESTINATIONS = re.compile(r"\s*(?:@!?%\w+\s+)?[\w.:]+\s+\{([^}]*)\}")
 
 
+def gpu_ir_lines(kernel):
+    """asm['tilegpu'] line by line, without the alias definitions ahead of the
+    function, each layout alias (#blocked0) replaced by the layout's text."""
+    import re
+
+    text = kernel.asm["tilegpu"].splitlines()
+    aliases = dict(line.split(" = ", 1) for line in text if line.startswith("#"))
+    return [re.sub(r"#[a-z]+[0-9]+", lambda m: aliases.get(m.group(0), m.group(0)), line)
+            for line in text if not line.startswith("#")]
+
+
 def assert_destinations_distinct(ptx, name):
     """No instruction writes one register twice: one of the values it
     produces would be lost (ptxas takes such PTX without a word)."""

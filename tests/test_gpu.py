@@ -14,7 +14,7 @@ import pytest
 import tilec
 import tilec.language as tl
 
-from conftest import assert_destinations_distinct, gpu_available
+from conftest import assert_destinations_distinct, gpu_available, gpu_ir_lines
 
 needs_gpu = pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU")
 needs_ptxas = pytest.mark.skipif(not tilec._C.find_ptxas(), reason="ptxas not found")
@@ -81,7 +81,7 @@ def test_gpu_ir_carries_the_accumulator_layout(target, dtype, encoding):
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "K": "i32"}
     k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                       target=target, divisible_by_16=["K"])
-    gpu_ir = k.asm["tilegpu"].splitlines()
+    gpu_ir = gpu_ir_lines(k)
     assert "gpu.convert_layout" not in k.asm["tileir"]
     converts = [i for i, line in enumerate(gpu_ir) if "gpu.convert_layout" in line]
     loop = next(i for i, line in enumerate(gpu_ir) if "= for(" in line)
@@ -102,9 +102,13 @@ def test_gpu_ir_is_printed_when_read():
     k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                       target="sm_90a", divisible_by_16=["K"])
     assert "tilegpu" in k.asm and not dict.__contains__(k.asm, "tilegpu")
-    assert k.asm.get("tilegpu").startswith("func @staged_matmul(")
-    text = k.asm["tilegpu"]
-    assert "pipeline_stages = 3" in text and "#wgmma<" in text
+    text = k.asm.get("tilegpu")
+    assert "pipeline_stages = 3" in text and "#wgmma0 = #wgmma<" in text
+    # every tensor has a layout, named by an alias defined ahead of the function
+    head, body = text.split("func @staged_matmul(")
+    defined = {line.split(" = ")[0] for line in head.splitlines()}
+    used = set(re.findall(r"tensor<[^,>]*(?:<[^>]*>)?, (#[a-z]+[0-9]+)>", body))
+    assert used and used <= defined and body.count("tensor<") == body.count(", #")
     again = tilec.compile(staged_matmul, signature=sig,
                           constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90a",
                           divisible_by_16=["K"])
@@ -177,7 +181,7 @@ def test_dot_tiles_are_loaded_in_16_byte_vectors_of_their_own_type():
             n *= 2
         return n
 
-    ir = k.asm["tilegpu"].splitlines()
+    ir = gpu_ir_lines(k)
     loads = [line for line in ir if " = load(" in line]
     assert len(loads) == 2 and all(vector(line) == 4 for line in loads)
     (store,) = [line for line in ir if "gpu.convert_layout" in line and "xf16" in line]

@@ -6,6 +6,9 @@
 //   }
 // Attribute values: 5, 1.5, 1e+20, inf, -inf, nan, [1, 0], "text". Floats always read
 // back as floats and round-trip exactly. Locations are not printed.
+// A backend's layout encodings are printed once each, as aliases ahead of the
+// function (`#blocked0 = #blocked<...>`, in the order they first appear), and
+// types name them by alias: GPU IR gives every tensor one.
 #include "ir/printer.h"
 
 #include "support/text.h"
@@ -14,8 +17,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_map>
 
 namespace tilec {
+
+using Aliases = std::unordered_map<const Encoding *, std::string>;
 
 // Everything appends to one string: the text is built once, not from
 // pieces copied into each other.
@@ -58,7 +64,7 @@ static void appendAttr(std::string &out, const Attr &attr) {
   }
 }
 
-static void appendOp(std::string &out, const Op &op) {
+static void appendOp(std::string &out, const Op &op, const Aliases &aliases) {
   if (!op.results.empty()) {
     appendJoined(out, op.results, [](std::string &o, const auto &r) { appendValue(o, r.get()); });
     out += " = ";
@@ -78,21 +84,23 @@ static void appendOp(std::string &out, const Op &op) {
   }
   if (!op.results.empty()) {
     out += " : ";
-    appendJoined(out, op.results, [](std::string &o, const auto &r) { r->type.appendTo(o); });
+    appendJoined(out, op.results,
+                 [&](std::string &o, const auto &r) { r->type.appendTo(o, aliases); });
   }
 }
 
 std::string printOp(const Op &op) {
   std::string out;
-  appendOp(out, op);
+  appendOp(out, op, Aliases());
   return out;
 }
 
-static void appendTypedValues(std::string &out, const std::vector<std::unique_ptr<Value>> &values) {
-  appendJoined(out, values, [](std::string &o, const auto &v) {
+static void appendTypedValues(std::string &out, const std::vector<std::unique_ptr<Value>> &values,
+                              const Aliases &aliases) {
+  appendJoined(out, values, [&](std::string &o, const auto &v) {
     appendValue(o, v.get());
     o += ": ";
-    v->type.appendTo(o);
+    v->type.appendTo(o, aliases);
   });
 }
 
@@ -108,11 +116,11 @@ static const char *regionSeparator(OpKind kind) {
   }
 }
 
-static void appendBlock(std::string &out, const Block &block, int depth);
+static void appendBlock(std::string &out, const Block &block, int depth, const Aliases &aliases);
 
-static void appendOpTree(std::string &out, const Op &op, int depth) {
+static void appendOpTree(std::string &out, const Op &op, int depth, const Aliases &aliases) {
   out.append(2 * depth, ' ');
-  appendOp(out, op);
+  appendOp(out, op, aliases);
   for (size_t i = 0; i < op.regions.size(); ++i) {
     out += i == 0 ? " {" : regionSeparator(op.kind);
     out += '\n';
@@ -120,10 +128,10 @@ static void appendOpTree(std::string &out, const Op &op, int depth) {
     if (!region.args.empty()) {
       out.append(2 * depth, ' ');
       out += "^(";
-      appendTypedValues(out, region.args);
+      appendTypedValues(out, region.args, aliases);
       out += "):\n";
     }
-    appendBlock(out, region, depth + 1);
+    appendBlock(out, region, depth + 1, aliases);
     out.append(2 * depth, ' ');
   }
   if (!op.regions.empty())
@@ -131,17 +139,63 @@ static void appendOpTree(std::string &out, const Op &op, int depth) {
   out += '\n';
 }
 
-static void appendBlock(std::string &out, const Block &block, int depth) {
+static void appendBlock(std::string &out, const Block &block, int depth, const Aliases &aliases) {
   for (const auto &op : block.ops)
-    appendOpTree(out, *op, depth);
+    appendOpTree(out, *op, depth, aliases);
 }
+
+namespace {
+
+// Names each distinct encoding text #<kind><n>, in the order printing meets
+// them, and writes the definitions.
+class AliasNamer {
+public:
+  Aliases aliases;
+  std::string definitions;
+
+  void values(const std::vector<std::unique_ptr<Value>> &vs) {
+    for (const auto &v : vs)
+      name(v->type.encoding.get());
+  }
+  void block(const Block &b) {
+    for (const auto &op : b.ops) {
+      values(op->results);
+      for (const auto &region : op->regions) {
+        values(region->args);
+        block(*region);
+      }
+    }
+  }
+
+private:
+  std::unordered_map<std::string, std::string> byText_;
+  std::unordered_map<std::string, int> perKind_;
+
+  void name(const Encoding *e) {
+    if (!e || aliases.count(e))
+      return;
+    const std::string &text = e->str(); // #kind<...>
+    auto [it, fresh] = byText_.emplace(text, std::string());
+    if (fresh) {
+      std::string kind = text.substr(0, text.find('<'));
+      it->second = kind + std::to_string(perKind_[kind]++);
+      definitions += it->second + " = " + text + "\n";
+    }
+    aliases.emplace(e, it->second);
+  }
+};
+
+} // namespace
 
 std::string printFunction(Function &fn) {
   fn.renumber();
-  std::string out = "func @" + fn.name + "(";
-  appendTypedValues(out, fn.body->args);
+  AliasNamer names;
+  names.values(fn.body->args);
+  names.block(*fn.body);
+  std::string out = names.definitions + "func @" + fn.name + "(";
+  appendTypedValues(out, fn.body->args, names.aliases);
   out += ") {\n";
-  appendBlock(out, *fn.body, 1);
+  appendBlock(out, *fn.body, 1, names.aliases);
   out += "}\n";
   return out;
 }

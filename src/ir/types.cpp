@@ -115,6 +115,12 @@ std::string Type::str() const {
 }
 
 void Type::appendTo(std::string &out) const {
+  static const std::unordered_map<const Encoding *, std::string> none;
+  appendTo(out, none);
+}
+
+void Type::appendTo(std::string &out,
+                    const std::unordered_map<const Encoding *, std::string> &aliases) const {
   if (shape.empty()) {
     appendElement(out, *this);
     return;
@@ -127,7 +133,8 @@ void Type::appendTo(std::string &out) const {
   appendElement(out, *this);
   if (encoding) {
     out += ", ";
-    out += encoding->str();
+    auto alias = aliases.find(encoding.get());
+    out += alias != aliases.end() ? alias->second : encoding->str();
   }
   out += ">";
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tilec {
@@ -107,6 +108,9 @@ struct Type {
   // tensor<128x!ptr<f32>>, tensor<64x64xf32, #mma<...>>.
   std::string str() const;
   void appendTo(std::string &out) const; // str() at the end of `out`
+  // The same with the encoding's name from `aliases` (#blocked0) instead of its text.
+  void appendTo(std::string &out,
+                const std::unordered_map<const Encoding *, std::string> &aliases) const;
 };
 
 } // namespace tilec
