@@ -16,11 +16,17 @@
 //   - a loop's carried value: its initial value's (propagation gave those
 //     its body computes from an encoded value theirs); an if's result, its
 //     then-branch's; a while's, its condition's.
+// Then every operand an op reads in another layout than it holds (an
+// elementwise op's, an access's, a loop's initial and yielded values...) and
+// that cannot be recomputed where it is read gets an explicit
+// gpu.convert_layout. What is left implicit is recomputation: a value computed
+// from ranges, splats and constants is computed again in its reader's layout.
 #include "nvidia/complete_layouts.h"
 
 #include <map>
 #include <unordered_map>
 
+#include "nvidia/assign_layouts.h"
 #include "nvidia/linear_layout.h"
 #include "nvidia/lowering.h"
 
@@ -43,6 +49,25 @@ public:
   void block(Block &b) {
     for (auto &op : b.ops)
       visit(*op);
+  }
+
+  // Every operand an op reads in another layout than the one it holds, and
+  // that cannot be recomputed there (a load's value, a reduction's), arrives
+  // through an explicit gpu.convert_layout: data moving between threads shows
+  // in the IR. (Cheap values are recomputed where they are read; splats are
+  // free in any layout.)
+  void convertHeld(Block &b) {
+    std::vector<Op *> ops;
+    walk(b, [&](Op *op) { ops.push_back(op); });
+    for (Op *op : ops)
+      reads(*op, [&](size_t i, const Value *in) {
+        Value *v = op->operand(i);
+        const LinearLayout *have = layoutOf(v), *want = layoutOf(in);
+        if (!v->type.isTensor() || !have || !want || *have == *want || uniform(v) ||
+            recomputable(v, recomputable_))
+          return;
+        op->operands[i] = convertBefore(op, v, encodingOf(in));
+      });
   }
 
 private:
@@ -116,6 +141,76 @@ private:
         break;
     }
     return chosen ? chosen : defaultEncoding(op.result()->type.shape);
+  }
+
+  // Calls read(i, in) for each operand i the lowering reads in the layout of
+  // value `in` (the op's result, or the block argument it flows into).
+  template <typename F> static void reads(Op &op, F &&read) {
+    auto all = [&](size_t from, size_t to, const Value *in) {
+      for (size_t i = from; i < to && i < op.operands.size(); ++i)
+        read(i, in);
+    };
+    bool tensorResult = !op.results.empty() && op.result()->type.isTensor();
+    switch (op.kind) {
+    case OpKind::Load:
+    case OpKind::InlineAsm:
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS:
+    case OpKind::AtomicLoad:
+      if (tensorResult)
+        all(0, op.operands.size(), op.result());
+      return;
+    case OpKind::AtomicPoll:
+      if (tensorResult)
+        all(0, 2, op.result());
+      return;
+    case OpKind::AtomicStore:
+      if (op.operand(0)->type.isTensor())
+        for (size_t i = 0; i < op.operands.size(); ++i)
+          if (i != 1)
+            read(i, op.operand(1));
+      return;
+    case OpKind::Gather:
+      read(1, op.result());
+      return;
+    case OpKind::For: {
+      const Block &body = *op.regions[0];
+      for (size_t k = 1; k < body.args.size(); ++k)
+        read(2 + k, body.args[k].get());
+      return;
+    }
+    case OpKind::While: {
+      const Block &before = *op.regions[0];
+      for (size_t k = 0; k < before.args.size(); ++k)
+        read(k, before.args[k].get());
+      return;
+    }
+    case OpKind::Yield: {
+      const Op *parent = op.parent ? op.parent->parent : nullptr;
+      if (!parent)
+        return;
+      if (parent->kind == OpKind::For)
+        for (size_t k = 0; k < op.operands.size(); ++k)
+          read(k, op.parent->args[k + 1].get());
+      else if (parent->kind == OpKind::If)
+        for (size_t k = 0; k < op.operands.size(); ++k)
+          read(k, parent->result((int)k));
+      else if (parent->kind == OpKind::While) // the after region's: into the before region
+        for (size_t k = 0; k < op.operands.size(); ++k)
+          read(k, parent->regions[0]->args[k].get());
+      return;
+    }
+    case OpKind::Condition: {
+      const Op *loop = op.parent->parent;
+      for (size_t k = 1; k < op.operands.size(); ++k)
+        read(k, loop->regions[1]->args[k - 1].get());
+      return;
+    }
+    default:
+      if (op.has(ELEMENTWISE) && tensorResult)
+        all(0, op.operands.size(), op.result());
+      return;
+    }
   }
 
   void visit(Op &op) {
@@ -250,6 +345,10 @@ private:
 
 } // namespace
 
-void completeLayouts(Function &fn, const GpuOptions &opts) { Completion(fn, opts).block(*fn.body); }
+void completeLayouts(Function &fn, const GpuOptions &opts) {
+  Completion c(fn, opts);
+  c.block(*fn.body);
+  c.convertHeld(*fn.body);
+}
 
 } // namespace tilec::nvidia

@@ -452,7 +452,11 @@ TVal Lowering::computeElementwise(const Op &op, const std::vector<TVal> &xs,
   return out;
 }
 
-void Lowering::lowerCast(const Op &op) { bind(op.result(), computeCast(op, val(op.operand(0)))); }
+void Lowering::lowerCast(const Op &op) {
+  const Value *x = op.operand(0);
+  bind(op.result(),
+       computeCast(op, x->type.isTensor() ? materialize(x, layoutFor(op.result())) : val(x)));
+}
 
 TVal Lowering::computeCast(const Op &op, const TVal &x) {
   DType from = op.operand(0)->type.dtype, to = op.result()->type.dtype;
