@@ -16,10 +16,6 @@
 //   - a loop's carried value: its initial value's (propagation gave those
 //     its body computes from an encoded value theirs); an if's result, its
 //     then-branch's; a while's, its condition's.
-// Then a value computed only from ranges, splats and constants that all its
-// readers read in one other layout (the addresses only a load reads, a row
-// only a broadcast reads) is computed in that layout instead, and so on back
-// through what it is computed from.
 // Then every operand an op reads in another layout than it holds (an
 // elementwise op's, an access's, a loop's initial and yielded values...) and
 // that cannot be recomputed where it is read gets an explicit
@@ -28,7 +24,6 @@
 #include "nvidia/complete_layouts.h"
 
 #include <map>
-#include <optional>
 #include <unordered_map>
 
 #include "nvidia/assign_layouts.h"
@@ -54,41 +49,6 @@ public:
   void block(Block &b) {
     for (auto &op : b.ops)
       visit(*op);
-  }
-
-  // A value computed only from ranges, splats and constants that every
-  // reader reads in one layout other than its own is computed in that layout
-  // instead; so, through its chain, are the values it is computed from
-  // (users first: program order backwards). A reader that takes a value as it
-  // is (a reduction, a dot, a view) keeps it where it is.
-  void pullBack(Block &b) {
-    std::vector<Op *> ops;
-    std::unordered_map<const Value *, std::vector<std::pair<Op *, size_t>>> uses;
-    walk(b, [&](Op *op) {
-      ops.push_back(op);
-      for (size_t i = 0; i < op->operands.size(); ++i)
-        uses[op->operand(i)].push_back({op, i});
-    });
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      Op *def = *it;
-      if (def->results.size() != 1 || !def->regions.empty())
-        continue;
-      Value *v = def->result();
-      const LinearLayout *have = layoutOf(v);
-      if (!have || !recomputable(v, recomputable_) || !uses.count(v))
-        continue;
-      std::optional<LinearLayout> want;
-      bool agree = true;
-      for (auto [user, i] : uses[v]) {
-        std::optional<LinearLayout> w = readLayout(*user, i);
-        agree = agree && w && (!want || *want == *w);
-        if (!agree)
-          break;
-        want = std::move(w);
-      }
-      if (agree && want && *want != *have)
-        v->type = v->type.withEncoding(std::make_shared<LayoutEncoding>("linear", *want));
-    }
   }
 
   // Every operand an op reads in another layout than the one it holds, and
@@ -181,30 +141,6 @@ private:
         break;
     }
     return chosen ? chosen : defaultEncoding(op.result()->type.shape);
-  }
-
-  // The layout `user` reads its operand i in, where that is not the
-  // operand's own (nullopt: it takes the operand as it is).
-  std::optional<LinearLayout> readLayout(Op &user, size_t i) {
-    std::optional<LinearLayout> out;
-    reads(user, [&](size_t k, const Value *in) {
-      if (k == i && layoutOf(in))
-        out = *layoutOf(in);
-    });
-    if (out || user.results.empty() || !layoutOf(user.result()))
-      return out;
-    const LinearLayout &l = *layoutOf(user.result());
-    const Value *x = user.operand(0);
-    switch (user.kind) {
-    case OpKind::Broadcast: // once per thread, copied by the broadcast
-      return withoutRegisterCopies(projectLayout(l, x->type.shape));
-    case OpKind::ExpandDims:
-      return sliceLayout(l, (int)user.intAttr("axis"));
-    case OpKind::Reshape:
-      return reshapeLayout(l, x->type.shape);
-    default:
-      return std::nullopt;
-    }
   }
 
   // Calls read(i, in) for each operand i the lowering reads in the layout of
@@ -412,7 +348,6 @@ private:
 void completeLayouts(Function &fn, const GpuOptions &opts) {
   Completion c(fn, opts);
   c.block(*fn.body);
-  c.pullBack(*fn.body);
   c.convertHeld(*fn.body);
 }
 

@@ -11,9 +11,8 @@ namespace tilec::nvidia {
 // GPU IR carries one: the default blocked layout for ranges, splats and
 // constants, the layout derived from the operand's for views, an operand's
 // for elementwise ops, the slice of the operand's for reductions, the scan
-// layout for scans and sorts, and for loops and ifs what they carry. Cheap
-// values all of whose readers read them in one other layout then move there.
-// An operand read in another layout than it holds, that cannot be recomputed
+// layout for scans and sorts, and for loops and ifs what they carry. An
+// operand read in another layout than it holds, that cannot be recomputed
 // there, then arrives through an explicit gpu.convert_layout. (Values the
 // lowering recomputes where they are read are encoded in the layout they
 // would be computed in on their own.)

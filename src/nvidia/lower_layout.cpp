@@ -746,14 +746,7 @@ void Lowering::lowerShape(const Op &op) {
       return;
     }
     int axis = (int)op.intAttr("axis");
-    const LinearLayout *derived = intern(expandDimsLayout(*src.layout, axis));
-    // A view the layout passes put elsewhere than its operand's layout leads:
-    // recomputed there when cheap (else moved, after it).
-    if (derived != layoutFor(op.result()) && !src.uniform && rematerializable(op.result())) {
-      bind(op.result(), materialize(op.result(), layoutFor(op.result())));
-      return;
-    }
-    bind(op.result(), TVal{derived, src.regs, src.uniform});
+    bind(op.result(), TVal{intern(expandDimsLayout(*src.layout, axis)), src.regs, src.uniform});
     return;
   }
   case OpKind::Reshape: {
@@ -762,13 +755,7 @@ void Lowering::lowerShape(const Op &op) {
       bind(op.result(), convert(src, t.dtype, layoutFor(op.result())));
       return;
     }
-    const LinearLayout *derived = intern(reshapeLayout(*src.layout, t.shape));
-    if (t.isTensor() && derived != layoutFor(op.result()) && !src.uniform &&
-        rematerializable(op.result())) {
-      bind(op.result(), materialize(op.result(), layoutFor(op.result())));
-      return;
-    }
-    bind(op.result(), TVal{derived, src.regs});
+    bind(op.result(), TVal{intern(reshapeLayout(*src.layout, t.shape)), src.regs});
     return;
   }
   case OpKind::Trans: {
