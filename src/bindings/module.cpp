@@ -17,6 +17,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "nvidia/linear_layout.h"
 #include "passes/pipeline.h"
 #include "runtime/assembler.h"
 #include "runtime/compiler.h"
@@ -308,9 +309,18 @@ std::string dumpAstText(const std::string &text, const std::string &filename) {
 // passes (on `arch` with `numWarps`), which run after the others.
 std::string runPassesText(const std::string &text, const std::vector<std::string> &passes,
                           const std::string &filename, const std::string &arch, int numWarps) {
-  std::unique_ptr<Function> fn = parseIR(text, filename);
+  EncodingParser layouts = [](const std::string &e) -> std::shared_ptr<const Encoding> {
+    return nvidia::parseLayoutEncoding(e);
+  };
+  std::unique_ptr<Function> fn = parseIR(text, filename, layouts);
   fn->renumber(); // so the verifier's messages show the ids printed IR would
-  verify(*fn);
+  // GPU IR (tensors with layouts) read back is verified as the backend's
+  bool gpuText = false;
+  walk(*fn->body, [&](Op *op) {
+    for (auto &r : op->results)
+      gpuText |= r->type.encoding != nullptr;
+  });
+  verify(*fn, gpuText);
   std::vector<std::string> portable, gpu;
   for (const std::string &p : passes)
     (p.rfind("gpu-", 0) == 0 ? gpu : portable).push_back(p);
@@ -320,7 +330,7 @@ std::string runPassesText(const std::string &text, const std::vector<std::string
   opts.numWarps = numWarps;
   for (const std::string &p : gpu)
     nvidia::runGpuPass(*fn, p, opts);
-  verify(*fn, /*gpuLevel=*/!gpu.empty());
+  verify(*fn, /*gpuLevel=*/gpuText || !gpu.empty());
   return printFunction(*fn);
 }
 

@@ -40,7 +40,8 @@ struct Named {
 
 class IRParser {
 public:
-  IRParser(const std::string &text, const std::string &filename) {
+  IRParser(const std::string &text, const std::string &filename, const EncodingParser &encodings)
+      : encodings_(encodings) {
     auto src = std::make_shared<Source>();
     src->filename = filename;
     src->text = text;
@@ -55,6 +56,8 @@ public:
 
 private:
   SourcePtr src_;
+  const EncodingParser &encodings_;
+  std::unordered_map<std::string, std::shared_ptr<const Encoding>> aliases_;
   size_t pos_ = 0;
   std::vector<size_t> lineStarts_;
   std::vector<std::unordered_map<std::string, Value *>> scopes_;
@@ -85,6 +88,8 @@ private:
   void typedValues(Block &block);
   Type type();
   Type elementType();
+  void aliasDefinitions();
+  std::shared_ptr<const Encoding> encoding();
   DType scalarDType();
   void block(Block &block, bool withArgs);
   void op(Block &block);
@@ -278,8 +283,58 @@ Type IRParser::type() {
   if (peek() == 't' && text().compare(pos_, 6, "tensor") == 0)
     error(begin, pos_ + 6, "a tensor's element type cannot be a tensor");
   Type t = elementType().withShape(shape);
+  if (accept(","))
+    t = t.withEncoding(encoding());
   expect(">", "to close the tensor type");
   return t;
+}
+
+// encoding := '#' word ('<' ... '>' | )     (inline, or an alias defined ahead)
+std::shared_ptr<const Encoding> IRParser::encoding() {
+  skipSpace();
+  size_t begin = pos_;
+  if (!accept("#"))
+    errorHere("expected a layout encoding ('#...') after ','");
+  Named name = word();
+  if (name.name.empty())
+    errorHere("expected the layout's name after '#'");
+  if (peek() != '<') {
+    auto it = aliases_.find("#" + name.name);
+    if (it == aliases_.end())
+      error(begin, name.end, "unknown layout alias '#" + name.name + "'");
+    return it->second;
+  }
+  int depth = 0;
+  do {
+    if (pos_ >= text().size())
+      error(begin, pos_, "unclosed layout encoding");
+    depth += peek() == '<' ? 1 : peek() == '>' ? -1 : 0;
+    ++pos_;
+  } while (depth > 0);
+  std::string written = text().substr(begin, pos_ - begin);
+  std::shared_ptr<const Encoding> e = encodings_ ? encodings_(written) : nullptr;
+  if (!e)
+    error(begin, pos_,
+          encodings_ ? "not a layout encoding this backend reads: " + written
+                     : "layout encodings need a backend to read them");
+  return e;
+}
+
+// alias-definitions := ('#' word '=' encoding)*     (ahead of the function)
+void IRParser::aliasDefinitions() {
+  skipSpace();
+  while (peek() == '#') {
+    size_t begin = pos_;
+    ++pos_;
+    Named name = word();
+    if (name.name.empty() || aliases_.count("#" + name.name))
+      error(begin, std::max(name.end, begin + 1),
+            name.name.empty() ? "expected an alias name after '#'"
+                              : "layout alias '#" + name.name + "' defined twice");
+    expect("=", "after the alias name");
+    aliases_["#" + name.name] = encoding();
+    skipSpace();
+  }
 }
 
 // block := ['^' typed-values ':'] op* '}'     (after its '{')
@@ -526,6 +581,7 @@ void IRParser::op(Block &block) {
 // function := 'func' '@' name typed-values '{' op* '}'
 std::unique_ptr<Function> IRParser::parse() {
   auto fn = std::make_unique<Function>();
+  aliasDefinitions();
   Named keyword = word();
   if (keyword.name.empty())
     errorHere("expected 'func'");
@@ -549,8 +605,9 @@ std::unique_ptr<Function> IRParser::parse() {
 
 } // namespace
 
-std::unique_ptr<Function> parseIR(const std::string &text, const std::string &filename) {
-  return IRParser(text, filename).parse();
+std::unique_ptr<Function> parseIR(const std::string &text, const std::string &filename,
+                                  const EncodingParser &encodings) {
+  return IRParser(text, filename, encodings).parse();
 }
 
 } // namespace tilec

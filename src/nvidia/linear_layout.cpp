@@ -1,6 +1,8 @@
 // Linear layouts: construction, slicing, and the register-only conversion test.
 #include "nvidia/linear_layout.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -401,6 +403,69 @@ const std::string &LayoutEncoding::str() const {
 bool LayoutEncoding::equals(const Encoding &o) const {
   auto *other = dynamic_cast<const LayoutEncoding *>(&o);
   return other && other->kind == kind && other->layout == layout;
+}
+
+std::shared_ptr<const LayoutEncoding> parseLayoutEncoding(const std::string &text) {
+  size_t at = 0;
+  auto number = [&](int64_t &v) {
+    size_t start = at;
+    bool negative = at < text.size() && text[at] == '-';
+    at += negative;
+    v = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9')
+      v = v * 10 + (text[at++] - '0');
+    v = negative ? -v : v;
+    return at > start + negative;
+  };
+  auto literal = [&](const char *s) {
+    size_t n = std::strlen(s);
+    if (text.compare(at, n, s) != 0)
+      return false;
+    at += n;
+    return true;
+  };
+  // name=[(c,c,...) (c,...) ...], each basis of `rank` coordinates
+  auto bases = [&](const char *name, size_t rank, std::vector<Coords> &out) {
+    if (!literal(name) || !literal("=["))
+      return false;
+    while (!literal("]")) {
+      if (!out.empty() && !literal(" "))
+        return false;
+      if (!literal("("))
+        return false;
+      Coords c;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t v;
+        if ((d && !literal(",")) || !number(v))
+          return false;
+        c.push_back(v);
+      }
+      if (!literal(")"))
+        return false;
+      out.push_back(c);
+    }
+    return true;
+  };
+  if (!literal("#"))
+    return nullptr;
+  size_t open = text.find('<');
+  if (open == std::string::npos || open == at)
+    return nullptr;
+  std::string kind = text.substr(at, open - at);
+  at = open + 1;
+  LinearLayout l;
+  do {
+    int64_t s;
+    if (!number(s) || s <= 0 || (s & (s - 1)))
+      return nullptr;
+    l.shape.push_back(s);
+  } while (literal("x"));
+  if (!literal(" ") || !bases("reg", l.shape.size(), l.regs) || !literal(" ") ||
+      !bases("lane", l.shape.size(), l.lanes) || !literal(" ") ||
+      !bases("warp", l.shape.size(), l.warps) || !literal(">") || at != text.size() ||
+      l.lanes.size() != 5)
+    return nullptr;
+  return std::make_shared<LayoutEncoding>(kind, std::move(l));
 }
 
 const LayoutEncoding *layoutEncoding(const Type &t) {

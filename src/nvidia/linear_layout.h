@@ -97,6 +97,9 @@ private:
 };
 // The type's encoding if it is a LayoutEncoding, else null.
 const LayoutEncoding *layoutEncoding(const Type &t);
+// A LayoutEncoding from its text (`#kind<8x16 reg=[(0,1)] lane=[...] warp=[...]>`,
+// as str() writes it), for reading GPU IR back; null if the text is not one.
+std::shared_ptr<const LayoutEncoding> parseLayoutEncoding(const std::string &text);
 
 // A 2-D tile in shared memory as ldmatrix and wgmma read it, a linear map
 // over GF(2) like the layouts above: from the bits of (row, byte in the row)
