@@ -379,6 +379,39 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
   }
 }
 
+// The copies of the first num_stages-1 iterations (from `lb` by `step`; those
+// at or past `ub` zero-filled), each into its own stage. Three or more are a
+// loop of their own: written out, they were most of a deep pipeline's PTX,
+// and of its compile and ptxas time. (Two are written out: the loop's
+// counters cost registers that a kernel at the limit spills.) The copies and
+// advances rewrite the registers they step in place, so one copy of them
+// serves every iteration.
+static void issueFirstStages(Lowering &L, Pipeline &p, const std::string &lb,
+                             const std::string &ub, int64_t step) {
+  auto issue = [&](const std::string &slot, const std::string &iv) {
+    std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
+    issueCopies(L, p, slot, iv, valid);
+    advanceCopies(L, p);
+    if (p.flat)
+      L.stepFlat(p);
+  };
+  if (p.stages <= 3) {
+    for (int s = 0; s + 1 < p.stages; ++s)
+      issue(imm(s), L.opReg("add.s32", RegClass::B32, {lb, imm(s * step)}));
+    return;
+  }
+  std::string slot = L.b.reg(RegClass::B32), iv = L.b.reg(RegClass::B32);
+  L.b.emit("mov.u32 " + slot + ", 0");
+  L.b.emit("mov.u32 " + iv + ", " + lb);
+  std::string top = L.b.newLabel("first_stages");
+  L.b.label(top);
+  issue(slot, iv);
+  L.b.emit("add.s32 " + iv + ", " + iv + ", " + imm(step));
+  L.b.emit("add.s32 " + slot + ", " + slot + ", 1");
+  std::string more = L.opReg("setp.lt.u32", RegClass::Pred, {slot, imm(p.stages - 1)});
+  L.b.emit("@" + more + " bra " + top);
+}
+
 void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVal> &carried) {
   if (p.ws) { // the producer fills the ring; no slot read here is freed yet
     b.comment("pipelined loads: the producer's, " + std::to_string(p.stages) + " stages");
@@ -436,14 +469,7 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
     if (p.flat->rem)
       skipped.insert(p.flat->rem);
   }
-  for (int s = 0; s + 1 < p.stages; ++s) {
-    std::string iv = opReg("add.s32", RegClass::B32, {lb, imm(s * step)});
-    std::string valid = opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
-    issueCopies(*this, p, imm(s), iv, valid);
-    advanceCopies(*this, p);
-    if (p.flat)
-      stepFlat(p);
-  }
+  issueFirstStages(*this, p, lb, ub, step);
   p.readSlot = b.reg(RegClass::B32);
   p.writeSlot = b.reg(RegClass::B32);
   b.emit("mov.u32 " + p.readSlot + ", 0");
