@@ -983,6 +983,33 @@ def loop_bodies(ptx):
 
 
 @needs_ptxas
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_a_deep_pipelines_first_stages_are_copied_by_a_loop(target):
+    """num_stages-1 stages are copied before a pipelined loop's first
+    iteration: two are written out, three or more are a loop of their own
+    over the stages (one copy of each tile in the PTX), each stage into its
+    own slot; the loop's accumulator is zeroed after it."""
+    import re
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+    ptx = {}
+    for stages in (3, 5):
+        k = tilec.compile(staged_matmul, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                          target=target, num_stages=stages, divisible_by_16=["K"])
+        assert k.metadata.num_stages == stages
+        ptx[stages] = k.asm["ptx"]
+    assert "$L_first_stages" not in ptx[3] and ptx[3].count("cp.async.commit_group") == 3
+    (first,) = re.findall(r"^(\$L_first_stages_\d+):\n(.*?)^\t@%p\d+ bra \1;", ptx[5],
+                          re.S | re.M)
+    assert first[1].count("cp.async.commit_group") == 1
+    assert re.search(r"setp\.lt\.u32 %p\d+, %r\d+, 4;", first[1])  # the slots 0..3
+    (body,) = loop_bodies(ptx[5])
+    assert body.count("cp.async.commit_group") == 1
+    head = ptx[5].split("$L_first_stages")[0]
+    assert "mov.f32" not in head.split("pipelined loads")[-1]  # the zeros come after
+    assert len(ptx[5].splitlines()) < len(ptx[3].splitlines())
+
+
+@needs_ptxas
 def test_a_pipeline_starts_after_every_reader_of_the_scratch_it_overlaps():
     """The epilogue's conversion reuses the stages' shared memory; the next
     tile's first copies (through the outer loop's back edge) wait for it."""

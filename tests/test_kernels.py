@@ -878,7 +878,7 @@ def index_pointer_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
 
 
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("stages", [2, 3, 5])  # (5: more first stages than iterations)
 def test_matmul_with_pointers_computed_from_the_loop_index(rng, stages):
     M, N, K, BM, BN, BK = 100, 72, 88, 64, 64, 32
     a = nonzero(rng, (M, K)).astype(np.float16)
@@ -906,7 +906,7 @@ def device_descriptor_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, BM:
 @pytest.mark.parametrize("made_in_kernel", [False, True])
 @pytest.mark.parametrize("dtype,b_kmajor", [("float16", False), ("float16", True),
                                             ("float8_e4m3fn", True)])
-@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("stages", [2, 3, 5])
 def test_matmul_through_descriptors_at_the_edges(rng, dtype, b_kmajor, stages, made_in_kernel):
     torch = pytest.importorskip("torch")
     from tilec.tools.tensor_descriptor import TensorDescriptor
