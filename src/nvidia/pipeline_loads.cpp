@@ -386,8 +386,8 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
 // counters cost registers that a kernel at the limit spills.) The copies and
 // advances rewrite the registers they step in place, so one copy of them
 // serves every iteration.
-static void issueFirstStages(Lowering &L, Pipeline &p, const std::string &lb,
-                             const std::string &ub, int64_t step) {
+static void issueFirstStages(Lowering &L, Pipeline &p, const std::string &lb, const std::string &ub,
+                             int64_t step) {
   auto issue = [&](const std::string &slot, const std::string &iv) {
     std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
     issueCopies(L, p, slot, iv, valid);
