@@ -988,7 +988,7 @@ def test_a_deep_pipelines_first_stages_are_copied_by_a_loop(target):
     """num_stages-1 stages are copied before a pipelined loop's first
     iteration: two are written out, three or more are a loop of their own
     over the stages (one copy of each tile in the PTX), each stage into its
-    own slot; the loop's accumulator is zeroed after it."""
+    own slot."""
     import re
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
     ptx = {}
@@ -1004,8 +1004,6 @@ def test_a_deep_pipelines_first_stages_are_copied_by_a_loop(target):
     assert re.search(r"setp\.lt\.u32 %p\d+, %r\d+, 4;", first[1])  # the slots 0..3
     (body,) = loop_bodies(ptx[5])
     assert body.count("cp.async.commit_group") == 1
-    head = ptx[5].split("$L_first_stages")[0]
-    assert "mov.f32" not in head.split("pipelined loads")[-1]  # the zeros come after
     assert len(ptx[5].splitlines()) < len(ptx[3].splitlines())
 
 

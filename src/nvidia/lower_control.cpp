@@ -88,14 +88,15 @@ void Lowering::lowerFor(const Op &op) {
   DType ivType = body.args[0]->type.dtype;
   std::string lb = val(op.operand(0)).regs[0], ub = val(op.operand(1)).regs[0],
               step = val(op.operand(2)).regs[0];
-  std::vector<TVal> inits;
+  std::vector<TVal> carried;
   for (size_t k = 3; k < op.operands.size(); ++k) {
     TVal init = val(op.operand(k));
     // The carried value's layout is the one the layout passes gave it (an
     // initial value cheap to recompute is computed there).
     if (init.isTensor())
       init = materialize(op.operand(k), layoutFor(body.args[k - 2].get()));
-    inits.push_back(init);
+    carried.push_back(ownsRegisters(op.operand(k), init) ? init
+                                                        : copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   stageLoopInvariantOperands(op);
@@ -106,17 +107,8 @@ void Lowering::lowerFor(const Op &op) {
     scratchAt_ = body.ops.front()->intAttr("scratch_offset", scratchAt_);
   std::unique_ptr<Pipeline> pipeline = planPipeline(op);
   if (pipeline) {
-    beginPipeline(*pipeline, op, inits); // planPipeline registered its loads
+    beginPipeline(*pipeline, op, carried); // planPipeline registered its loads
     pipeline->iv = iv;
-  }
-  // The loop's own registers, taken after the first stages' copies: an
-  // accumulator's zeros are not live across the loop those copies make.
-  std::vector<TVal> carried;
-  for (size_t k = 3; k < op.operands.size(); ++k) {
-    const TVal &init = inits[k - 3];
-    carried.push_back(ownsRegisters(op.operand(k), init)
-                          ? init
-                          : copyInto(*this, init, op.operand(k)->type.dtype));
   }
   waitResidentCopies(op); // (after the first stages' copies went out)
   if (opBarrier_.mark == 1) // (staged and copied nothing after all: the body counts on it)
