@@ -1330,9 +1330,10 @@ def flat_matmul_kernel(a_ptr, b_ptr, c_ptr, done_ptr, M, N, K, step, BM: tl.cons
     tl.store(done_ptr + tl.program_id(0), done)
 
 
+@pytest.mark.parametrize("stages", [3, 5])  # (5: the first stages' copies are a loop)
 @pytest.mark.parametrize("K", [0, 40, 200])
 @pytest.mark.parametrize("flatten,clamp", [(False, False), (True, False), (True, True)])
-def test_flattened_persistent_matmul(rng, K, flatten, clamp):
+def test_flattened_persistent_matmul(rng, K, flatten, clamp, stages):
     """Pointer loads at odd edges; an outer count carried past the epilogue;
     K=0 runs the epilogue on zeros (the flattened loop would run no iteration).
     With the rows clamped, their offsets are kept per tile by the copies."""
@@ -1342,7 +1343,7 @@ def test_flattened_persistent_matmul(rng, K, flatten, clamp):
     c = np.full((M, N), 7, np.float16)
     done = np.zeros(programs, np.int32)
     flat_matmul_kernel[(programs,)](a, b, c, done, M, N, K, programs, BM=64, BN=64, BK=32,
-                                    FLATTEN=flatten, CLAMP=clamp, num_warps=4, num_stages=3)
+                                    FLATTEN=flatten, CLAMP=clamp, num_warps=4, num_stages=stages)
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=1e-2, atol=0.1)
     tiles = 4 * 3
