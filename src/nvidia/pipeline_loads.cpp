@@ -379,6 +379,17 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
   }
 }
 
+// Copies the tiles of the iteration at `iv` (zero-filled at or past `ub`)
+// into stage `slot`, and steps what the copies read on to the next one.
+static void issueStage(Lowering &L, Pipeline &p, const std::string &slot, const std::string &iv,
+                       const std::string &ub) {
+  std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
+  issueCopies(L, p, slot, iv, valid);
+  advanceCopies(L, p);
+  if (p.flat)
+    L.stepFlat(p);
+}
+
 // The copies of the first num_stages-1 iterations (from `lb` by `step`; those
 // at or past `ub` zero-filled), each into its own stage. Three or more are a
 // loop of their own: written out, they were most of a deep pipeline's PTX,
@@ -388,16 +399,9 @@ static void advanceCopies(Lowering &L, Pipeline &p) {
 // serves every iteration.
 static void issueFirstStages(Lowering &L, Pipeline &p, const std::string &lb, const std::string &ub,
                              int64_t step) {
-  auto issue = [&](const std::string &slot, const std::string &iv) {
-    std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {iv, ub});
-    issueCopies(L, p, slot, iv, valid);
-    advanceCopies(L, p);
-    if (p.flat)
-      L.stepFlat(p);
-  };
   if (p.stages <= 3) {
     for (int s = 0; s + 1 < p.stages; ++s)
-      issue(imm(s), L.opReg("add.s32", RegClass::B32, {lb, imm(s * step)}));
+      issueStage(L, p, imm(s), L.opReg("add.s32", RegClass::B32, {lb, imm(s * step)}), ub);
     return;
   }
   std::string slot = L.b.reg(RegClass::B32), iv = L.b.reg(RegClass::B32);
@@ -405,7 +409,7 @@ static void issueFirstStages(Lowering &L, Pipeline &p, const std::string &lb, co
   L.b.emit("mov.u32 " + iv + ", " + lb);
   std::string top = L.b.newLabel("first_stages");
   L.b.label(top);
-  issue(slot, iv);
+  issueStage(L, p, slot, iv, ub);
   L.b.emit("add.s32 " + iv + ", " + iv + ", " + imm(step));
   L.b.emit("add.s32 " + slot + ", " + slot + ", 1");
   std::string more = L.opReg("setp.lt.u32", RegClass::Pred, {slot, imm(p.stages - 1)});
@@ -481,11 +485,7 @@ void Lowering::beginPipeline(Pipeline &p, const Op &forOp, const std::vector<TVa
 // Copies the tiles num_stages-1 iterations ahead of `iv` into the write slot.
 static void issueAhead(Lowering &L, Pipeline &p, const std::string &iv) {
   std::string ahead = L.opReg("add.s32", RegClass::B32, {iv, imm((p.stages - 1) * p.step)});
-  std::string valid = L.opReg("setp.lt.s32", RegClass::Pred, {ahead, p.ub});
-  issueCopies(L, p, p.writeSlot, ahead, valid);
-  advanceCopies(L, p);
-  if (p.flat)
-    L.stepFlat(p);
+  issueStage(L, p, p.writeSlot, ahead, p.ub);
 }
 
 std::vector<std::optional<TVal>> Lowering::bindingsOf(const std::vector<const Value *> &vs) const {
