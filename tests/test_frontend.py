@@ -122,3 +122,48 @@ def test_an_fstring_in_a_decorator_is_skipped_with_it():
     assert _C.dump_ast(src).splitlines()[0].startswith("FunctionDef k")
     with pytest.raises(_C.CompilationError, match="f-strings are not supported"):
         _C.dump_ast('def k(x):\n    y = f"{x}"\n')
+
+
+def _exec_kernel(text, filename):
+    """The @jit kernel `k` that exec() of `text` makes, as if from `filename`."""
+    scope = {"tilec": tilec, "tl": tilec.language}
+    exec(compile(text, filename, "exec"), scope)
+    return scope["k"]
+
+
+def test_a_parsed_tree_serves_only_its_own_text():
+    """A compile reuses the tree of a text parsed before (kernels, the helpers
+    they call): only for the same text, file and first line. A kernel made
+    again with another body from the same place runs its new body, and one
+    that does not parse fails every time, at its line."""
+    import torch
+
+    template = ("@tilec.jit\ndef helper(x):\n    return x {op} 3\n\n"
+                "@tilec.jit\ndef k(x_ptr, y_ptr, n, B: tl.constexpr):\n"
+                "    o = tl.arange(0, B)\n"
+                "    tl.store(y_ptr + o, helper(tl.load(x_ptr + o, mask=o < n)), mask=o < n)\n")
+    x = torch.randn(37)
+    for op, expected in [("+", x + 3), ("*", x * 3), ("+", x + 3), ("-", x - 3)]:
+        y = torch.zeros(37)
+        _exec_kernel(template.format(op=op), "<generated>")[(1,)](x, y, 37, B=64)
+        torch.testing.assert_close(y, expected)
+    broken = "@tilec.jit\ndef k(x_ptr, n):\n    y = [i for i in range(n)]\n"
+    for _ in range(2):
+        with pytest.raises(tilec.CompilationError, match=r"<broken>:3:.*unsupported"):
+            _exec_kernel(broken, "<broken>")[(1,)](x, 37)
+
+
+def test_the_ir_before_passes_is_made_when_read():
+    """asm['tileir-sema'], the Tile IR as sema built it (before common
+    subexpressions are merged), is not printed by a compile but when first read."""
+    import torch
+
+    k = _exec_kernel("@tilec.jit\ndef k(x_ptr, n, B: tl.constexpr):\n"
+                     "    o = tl.arange(0, B)\n"
+                     "    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)\n",
+                     "<sema>")
+    compiled = k[(1,)](torch.zeros(40), 40, B=32)
+    assert "tileir-sema" in compiled.asm and not dict.__contains__(compiled.asm, "tileir-sema")
+    before, after = compiled.asm["tileir-sema"], compiled.asm["tileir"]
+    assert before.count("cmp_lt(") == 2 and after.count("cmp_lt(") == 1
+    assert compiled.asm["tileir-sema"] is before

@@ -407,7 +407,7 @@ NB_MODULE(_C, m) {
   nb::class_<CompiledKernel>(m, "CompiledKernel")
       .def_ro("name", &CompiledKernel::name)
       .def_ro("ir", &CompiledKernel::ir)
-      .def_ro("ir_after_sema", &CompiledKernel::irAfterSema)
+      .def_prop_ro("ir_after_sema", &CompiledKernel::irAfterSema)
       .def_ro("compile_ms", &CompiledKernel::compileMs)
       .def_prop_ro("arg_names", [](const CompiledKernel &k) { return k.fn->argNames; })
       .def_prop_ro("depends_on_target",

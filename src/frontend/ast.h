@@ -126,6 +126,11 @@ struct FunctionDef {
 // construct outside the kernel subset (class, lambda, with, try, import,
 // comprehensions, ...), pointing at it.
 std::unique_ptr<FunctionDef> parseFunction(const SourcePtr &source);
+// The tree of `source`, parsed at its first use in the process and shared by
+// every later compile of the same text, file and first line (an autotuner's
+// configs, a kernel's specializations, a helper every kernel calls). Errors
+// are not kept: a text that does not parse throws each time.
+std::shared_ptr<const FunctionDef> parsedFunction(const SourcePtr &source);
 
 // Prints the tree back as indented text, one node per line; for tests.
 std::string dumpAst(const FunctionDef &fn);

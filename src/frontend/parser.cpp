@@ -2,6 +2,7 @@
 // Each parse function handles one grammar rule, written in a comment above it.
 #include <algorithm>
 #include <initializer_list>
+#include <mutex>
 #include <unordered_map>
 
 #include "frontend/ast.h"
@@ -1117,6 +1118,24 @@ void Parser::braces() {
 
 std::unique_ptr<FunctionDef> parseFunction(const SourcePtr &source) {
   return Parser(source).parse();
+}
+
+std::shared_ptr<const FunctionDef> parsedFunction(const SourcePtr &source) {
+  // Compiles run on several threads at once (the GIL is released around them).
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<const FunctionDef>> trees;
+  std::string key =
+      source->filename + '\n' + std::to_string(source->firstLine) + '\n' + source->text;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = trees.find(key); it != trees.end())
+      return it->second;
+  }
+  std::shared_ptr<const FunctionDef> tree = parseFunction(source);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (trees.size() >= 1024) // a process that makes kernels from generated text without end
+    trees.clear();
+  return trees.emplace(std::move(key), std::move(tree)).first->second;
 }
 
 } // namespace tilec

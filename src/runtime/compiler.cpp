@@ -16,13 +16,18 @@ std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               const std::string &target) {
   auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<CompiledKernel>();
-  out->fn = lowerKernel(source, std::move(resolver), params, target);
+  out->fn = lowerKernel(source, resolver, params, target);
   out->name = out->fn->name;
-  out->irAfterSema = printFunction(*out->fn);
+  out->source_ = source;
+  out->resolver_ = std::move(resolver);
+  out->params_ = params;
+  out->target_ = target;
   bool dump = irDumpRequested();
   std::ostringstream log;
-  if (dump)
-    log << "// -----// IR after sema (" << out->name << ") //----- //\n" << out->irAfterSema;
+  if (dump) {
+    out->irAfterSema_ = printFunction(*out->fn);
+    log << "// -----// IR after sema (" << out->name << ") //----- //\n" << *out->irAfterSema_;
+  }
   runPipeline(*out->fn, dump ? &log : nullptr);
   out->fn->renumber();
   out->ir = printFunction(*out->fn);
@@ -31,6 +36,12 @@ std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
   out->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+const std::string &CompiledKernel::irAfterSema() {
+  if (!irAfterSema_)
+    irAfterSema_ = printFunction(*lowerKernel(source_, resolver_, params_, target_));
+  return *irAfterSema_;
 }
 
 } // namespace tilec

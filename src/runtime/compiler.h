@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,22 @@ namespace tilec {
 struct CompiledKernel {
   std::unique_ptr<Function> fn;
   std::string name;
-  std::string irAfterSema; // the Tile IR before any pass
-  std::string ir;          // the Tile IR after the pipeline
+  std::string ir; // the Tile IR after the pipeline
   double compileMs = 0;
+
+  // The Tile IR before any pass. Printed when first asked for (a listing for
+  // people, not needed to run): sema runs again on what the compile was given.
+  const std::string &irAfterSema();
+
+private:
+  friend std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &, std::shared_ptr<Resolver>,
+                                                       const std::vector<KernelParam> &,
+                                                       const std::string &);
+  SourcePtr source_;
+  std::shared_ptr<Resolver> resolver_;
+  std::vector<KernelParam> params_;
+  std::string target_;
+  std::optional<std::string> irAfterSema_;
 };
 
 // Compiles one kernel. When TILEC_DUMP_IR=1 is set, prints the IR after each

@@ -328,10 +328,7 @@ SVal Lowerer::callValue(const SVal &fn, CallArgs &args, const Expr &call) {
 SVal Lowerer::inlineJit(const JitFunctionRef &ref, CallArgs &args, const Expr &call) {
   if (frames_.size() > 64)
     error(call.span, "too deeply nested @jit calls (is '" + ref.name + "' recursive?)");
-  auto &cached = asts_[ref.source.get()];
-  if (!cached.second) // the entry keeps the source alive, so its address stays unique
-    cached = {ref.source, std::shared_ptr<FunctionDef>(parseFunction(ref.source))};
-  std::shared_ptr<FunctionDef> def = cached.second;
+  std::shared_ptr<const FunctionDef> def = parsedFunction(ref.source);
 
   Frame callee;
   callee.name = def->name;

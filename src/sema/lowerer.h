@@ -146,8 +146,6 @@ public:
   void checkWritable(const Value *ptr, const Span &span);
   std::vector<Frame *> frames_;
   std::vector<std::unique_ptr<Block>> scratch_; // loop bodies lowered to learn what they carry
-  // Parsed @jit callees of this compile, by source.
-  std::map<const Source *, std::pair<SourcePtr, std::shared_ptr<FunctionDef>>> asts_; // > 0 while a loop body is lowered once to learn what it carries
 };
 
 // Binds call arguments to a signature: names in order, "name=" for optional

@@ -57,7 +57,7 @@ static Value *descriptorParam(Function &fn, Builder &entry, const std::string &n
 std::unique_ptr<Function> lowerKernel(const SourcePtr &source, std::shared_ptr<Resolver> resolver,
                                       const std::vector<KernelParam> &params,
                                       const std::string &target) {
-  std::unique_ptr<FunctionDef> def = parseFunction(source);
+  std::shared_ptr<const FunctionDef> def = parsedFunction(source);
   if (def->params.size() != params.size())
     fail(Location{source, def->span}, "'" + def->name + "' takes " +
                                           std::to_string(def->params.size()) + " arguments but " +

@@ -161,7 +161,7 @@ class _Asm(dict):
         return dict(self._all())
 
     def __eq__(self, other):
-        return dict.__eq__(self._all(), other)
+        return dict.__eq__(self._all(), other._all() if isinstance(other, _Asm) else other)
 
     __hash__ = None
 
@@ -180,7 +180,7 @@ class CompiledKernel:
         self.ir_target = "cpu"  # what tl.target_info answered, if the kernel asked
         self.name = compiled.name
         self.spec = spec
-        self.asm = _Asm({"tileir": compiled.ir, "tileir-sema": compiled.ir_after_sema}, {})
+        self.asm = _Asm({"tileir": compiled.ir}, {"tileir-sema": lambda: compiled.ir_after_sema})
         self.metadata = types.SimpleNamespace(
             name=compiled.name, num_warps=options["num_warps"], num_stages=options["num_stages"],
             shared=0, backend="cpu", target="cpu", num_ctas=1, debug=options["debug"],
