@@ -133,6 +133,19 @@ static void addressesFromFirst(Lowering &L, const Value *ptrValue, TVal &ptr, DT
                             {ptr.regs[0], imm(l.regCoords(r)[vectorDim(l)] * dtypeBytes(d))});
 }
 
+// The number of a 16-bit register (%h<n>), or -1 for any other text.
+static int halfNumber(std::string_view r) {
+  if (r.size() < 3 || r[0] != '%' || r[1] != 'h')
+    return -1;
+  int n = 0;
+  for (char c : r.substr(2)) {
+    if (c < '0' || c > '9')
+      return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
 std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w) {
   std::string lo = L.b.reg(RegClass::B16), hi = L.b.reg(RegClass::B16);
   char text[64]; // {lo, hi}: registers are short
@@ -141,13 +154,19 @@ std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w)
                                 std::string_view(hi), std::string_view("}")})
     n += part.copy(text + n, sizeof text - n);
   L.b.emitWith("mov.b32", std::string_view(text, n), std::array<std::string_view, 1>{w});
-  L.unpackedFrom.try_emplace(lo, hi, w);
+  size_t at = halfNumber(lo);
+  if (L.unpackedFrom.size() <= at)
+    L.unpackedFrom.resize(std::max(2 * L.unpackedFrom.size(), at + 1));
+  L.unpackedFrom[at] = {hi, w};
   return {lo, hi};
 }
 
 const std::string *splitFrom(const Lowering &L, const std::string &lo, const std::string &hi) {
-  auto it = L.unpackedFrom.find(lo);
-  return it != L.unpackedFrom.end() && it->second.first == hi ? &it->second.second : nullptr;
+  int at = halfNumber(lo);
+  if (at < 0 || at >= (int)L.unpackedFrom.size())
+    return nullptr;
+  const auto &[high, word] = L.unpackedFrom[at];
+  return !word.empty() && high == hi ? &word : nullptr;
 }
 
 std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi) {

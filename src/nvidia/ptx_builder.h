@@ -3,6 +3,7 @@
 // path needs, computed once at entry).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 #include <string>
@@ -29,18 +30,28 @@ public:
   // Appends one instruction (the ';' is added) to the body, or to the prologue.
   void emit(const std::string &instr);
   void emitPrologue(const std::string &instr);
-  // Appends `instr dst, src, ...;` to the body without building the line first.
+  // Appends `instr dst, src, ...;` to the body without building the line first
+  // (one resize and copies: an append per piece costs a library call each).
   template <class Sources>
   void emitWith(std::string_view instr, std::string_view dst, const Sources &srcs) {
-    body_ += '\t';
-    body_ += instr;
-    body_ += ' ';
-    body_ += dst;
+    size_t n = instr.size() + dst.size() + 4; // \t, ' ', ";\n"
+    for (const auto &s : srcs)
+      n += std::string_view(s).size() + 2;
+    size_t at = body_.size();
+    body_.resize(at + n);
+    char *p = body_.data() + at;
+    auto put = [&p](std::string_view piece) { p = std::copy(piece.begin(), piece.end(), p); };
+    *p++ = '\t';
+    put(instr);
+    *p++ = ' ';
+    put(dst);
     for (const auto &s : srcs) {
-      body_ += ", ";
-      body_ += s;
+      *p++ = ',';
+      *p++ = ' ';
+      put(s);
     }
-    body_ += ";\n";
+    *p++ = ';';
+    *p = '\n';
   }
   std::string newLabel(const std::string &hint);
   void label(const std::string &name);
