@@ -428,7 +428,9 @@ struct Placeholder {
 // `text` with each placeholder (a TILEC_ name the lowering wrote where it did
 // not know the value yet) replaced, in one pass. A placeholder alone on its
 // line whose value is empty takes its line with it.
-std::string fillPlaceholders(const std::string &text, const std::vector<Placeholder> &values) {
+std::string fillPlaceholders(std::string text, const std::vector<Placeholder> &values) {
+  if (text.find("TILEC_") == std::string::npos)
+    return text; // (most kernels: no copy)
   std::string out;
   out.reserve(text.size());
   size_t from = 0;
@@ -550,7 +552,7 @@ PtxKernel Lowering::run() {
                          : std::string();
   };
   text = fillPlaceholders(
-      text, {{"TILEC_CONSUMER_REGISTERS", setmaxnreg("inc", split.consumers)},
+      std::move(text), {{"TILEC_CONSUMER_REGISTERS", setmaxnreg("inc", split.consumers)},
              {"TILEC_PRODUCER_REGISTERS", setmaxnreg("dec", split.producer)},
              // Before each ret, once a deferred store exists: its copy has read its tile.
              {"TILEC_BULK_READS_DONE",
@@ -559,8 +561,12 @@ PtxKernel Lowering::run() {
       << params.str() << "\n)\n.maxntid " << out.numThreads << ", 1, 1\n";
   if (opts.maxRegisters > 0 || split.maxnreg > 0)
     ptx << ".maxnreg " << (opts.maxRegisters > 0 ? opts.maxRegisters : split.maxnreg) << "\n";
-  ptx << "{\n" << text << "}\n";
+  // The body joins the header as a string: a stream would copy it as it grows.
   out.ptx = ptx.str();
+  out.ptx.reserve(out.ptx.size() + text.size() + 4);
+  out.ptx += "{\n";
+  out.ptx += text;
+  out.ptx += "}\n";
   out.stagingBytes = (int)stagingBytes;
   out.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -238,9 +238,9 @@ std::pair<int, int> deadCandidate(std::string_view line, size_t i,
 // Drops instructions whose result nobody reads, until none is left: the
 // lowering computes some values for every register of a layout and uses
 // only some (a vector's first address), and PTX size is ptxas time.
-// `pieces` are read as one text, in order.
-std::string withoutDeadInstructions(std::initializer_list<std::string_view> pieces,
-                                    const std::array<int, 6> &counts) {
+// `pieces` are read as one text, in order; what is kept is appended to `out`.
+void withoutDeadInstructions(std::string &out, std::initializer_list<std::string_view> pieces,
+                             const std::array<int, 6> &counts) {
   struct Line {
     std::string_view text;
     int piece;
@@ -310,8 +310,7 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
     }
   }
   // Kept lines that follow each other in their piece are copied as one run.
-  std::string out;
-  out.reserve(size);
+  out.reserve(out.size() + size);
   const char *runBegin = nullptr, *runEnd = nullptr;
   int runPiece = -1;
   for (size_t k = 0; k < lines.size(); ++k) {
@@ -335,7 +334,6 @@ std::string withoutDeadInstructions(std::initializer_list<std::string_view> piec
   }
   if (runBegin)
     out.append(runBegin, runEnd);
-  return out;
 }
 
 } // namespace
@@ -346,7 +344,7 @@ std::string PtxBuilder::functionBody() const {
     if (counts_[c])
       os += std::string("\t.reg ") + kDeclType[c] + " " + kPrefix[c] + "<" +
             std::to_string(counts_[c] + 1) + ">;\n";
-  os += withoutDeadInstructions({prologue_, body_}, counts_);
+  withoutDeadInstructions(os, {prologue_, body_}, counts_);
   return os;
 }
 
