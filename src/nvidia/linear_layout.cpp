@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <sstream>
+#include <typeinfo>
 
 #include "support/diagnostics.h"
 
@@ -400,8 +401,15 @@ const std::string &LayoutEncoding::str() const {
   return text_;
 }
 
+// The encoding as a LayoutEncoding, or null: the class is final, so its type
+// is compared (a dynamic_cast searches the class tree, and the backend asks often).
+static const LayoutEncoding *asLayoutEncoding(const Encoding *e) {
+  return e && typeid(*e) == typeid(LayoutEncoding) ? static_cast<const LayoutEncoding *>(e)
+                                                   : nullptr;
+}
+
 bool LayoutEncoding::equals(const Encoding &o) const {
-  auto *other = dynamic_cast<const LayoutEncoding *>(&o);
+  auto *other = asLayoutEncoding(&o);
   return other && other->kind == kind && other->layout == layout;
 }
 
@@ -469,7 +477,7 @@ std::shared_ptr<const LayoutEncoding> parseLayoutEncoding(const std::string &tex
 }
 
 const LayoutEncoding *layoutEncoding(const Type &t) {
-  return dynamic_cast<const LayoutEncoding *>(t.encoding.get());
+  return asLayoutEncoding(t.encoding.get());
 }
 
 SharedTile sharedTile(int64_t rows, int64_t rowBytes) {

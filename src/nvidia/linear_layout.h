@@ -84,7 +84,7 @@ std::vector<int> registerOnlyConversion(const LinearLayout &src, const LinearLay
 // A linear layout as a tensor type's encoding: `kind` says which unit it
 // feeds ("mma": mma.sync's accumulator, "wgmma": the warpgroup MMA's).
 // Printed #mma<...> or #wgmma<...> with the layout's bases.
-struct LayoutEncoding : Encoding {
+struct LayoutEncoding final : Encoding {
   LayoutEncoding(std::string k, LinearLayout l) : kind(std::move(k)), layout(std::move(l)) {}
   const std::string kind;
   const LinearLayout layout;

@@ -154,19 +154,19 @@ std::pair<std::string, std::string> splitWord(Lowering &L, const std::string &w)
                                 std::string_view(hi), std::string_view("}")})
     n += part.copy(text + n, sizeof text - n);
   L.b.emitWith("mov.b32", std::string_view(text, n), std::array<std::string_view, 1>{w});
-  size_t at = halfNumber(lo);
+  size_t at = L.b.lastNumber(RegClass::B16) - 1; // lo's
   if (L.unpackedFrom.size() <= at)
     L.unpackedFrom.resize(std::max(2 * L.unpackedFrom.size(), at + 1));
-  L.unpackedFrom[at] = {hi, w};
+  L.unpackedFrom[at] = w;
   return {lo, hi};
 }
 
 const std::string *splitFrom(const Lowering &L, const std::string &lo, const std::string &hi) {
   int at = halfNumber(lo);
-  if (at < 0 || at >= (int)L.unpackedFrom.size())
+  if (at < 0 || at >= (int)L.unpackedFrom.size() || L.unpackedFrom[at].empty() ||
+      halfNumber(hi) != at + 1)
     return nullptr;
-  const auto &[high, word] = L.unpackedFrom[at];
-  return !word.empty() && high == hi ? &word : nullptr;
+  return &L.unpackedFrom[at];
 }
 
 std::string joinHalves(Lowering &L, const std::string &lo, const std::string &hi) {
@@ -181,12 +181,12 @@ std::vector<std::string> unpackWords(Lowering &L, const std::vector<std::string>
   int bytes = dtypeBytes(d);
   for (const std::string &w : words) {
     if (bytes == 2) {
-      auto [lo, hi] = splitWord(L, w);
-      for (const std::string &h : {lo, hi})
+      auto halves = splitWord(L, w);
+      for (std::string *h : {&halves.first, &halves.second})
         out.push_back(
             regClassOf(d) == RegClass::B16
-                ? h
-                : L.opReg(isUnsigned(d) ? "cvt.u32.u16" : "cvt.s32.s16", RegClass::B32, {h}));
+                ? std::move(*h)
+                : L.opReg(isUnsigned(d) ? "cvt.u32.u16" : "cvt.s32.s16", RegClass::B32, {*h}));
       continue;
     }
     for (int k = 0; k < 4; ++k) {

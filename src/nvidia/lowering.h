@@ -292,10 +292,10 @@ public:
   int printStrings = 0;
   AxisInfoMap axisInfo;
   std::string tid, lane, warp; // b32 registers set in the prologue
-  // The 32-bit word each pair of 16-bit registers was unpacked from, by the
-  // number of the low half (%h<n>): {hi, word}, empty where none. Packing the
-  // pair again reuses the word. Each half is written once, where unpacked.
-  std::vector<std::pair<std::string, std::string>> unpackedFrom;
+  // The 32-bit word each pair of 16-bit registers (%h<n>, %h<n+1>) was
+  // unpacked from, by n; empty where none. Packing the pair again reuses the
+  // word. Each half is written once, where unpacked.
+  std::vector<std::string> unpackedFrom;
 
   [[noreturn]] void unsupported(const Op &op, const std::string &what);
   TVal &val(const Value *v);

@@ -27,6 +27,8 @@ class PtxBuilder {
 public:
   // A fresh virtual register of class `c`.
   std::string reg(RegClass c);
+  // The number of the last register of class `c` reg made (%h<n>: n).
+  int lastNumber(RegClass c) const { return counts_[(int)c]; }
   // Appends one instruction (the ';' is added) to the body, or to the prologue.
   void emit(const std::string &instr);
   void emitPrologue(const std::string &instr);
