@@ -90,13 +90,14 @@ void Lowering::lowerFor(const Op &op) {
               step = val(op.operand(2)).regs[0];
   std::vector<TVal> carried;
   for (size_t k = 3; k < op.operands.size(); ++k) {
-    TVal init = val(op.operand(k));
+    const TVal &now = val(op.operand(k));
     // The carried value's layout is the one the layout passes gave it (an
     // initial value cheap to recompute is computed there).
-    if (init.isTensor())
-      init = materialize(op.operand(k), layoutFor(body.args[k - 2].get()));
-    carried.push_back(ownsRegisters(op.operand(k), init) ? init
-                                                        : copyInto(*this, init, op.operand(k)->type.dtype));
+    TVal init =
+        now.isTensor() ? materialize(op.operand(k), layoutFor(body.args[k - 2].get())) : now;
+    carried.push_back(ownsRegisters(op.operand(k), init)
+                          ? std::move(init)
+                          : copyInto(*this, init, op.operand(k)->type.dtype));
   }
   std::string iv = copyInto(*this, TVal{nullptr, {lb}}, ivType).regs[0];
   stageLoopInvariantOperands(op);

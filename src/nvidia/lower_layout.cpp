@@ -698,7 +698,7 @@ TVal Lowering::materialize(const Value *v, const LinearLayout *to,
   }
   }
   if (!known)
-    return materialized_[key] = out;
+    return materialized_[key] = std::move(out);
   for (int r = 0; r < to->numRegs(); ++r)
     if (!out.regs[r].empty() && known->regs[r].empty())
       known->regs[r] = out.regs[r];

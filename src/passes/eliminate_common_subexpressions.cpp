@@ -87,10 +87,17 @@ bool isCandidate(const Op &op) { return op.has(PURE) && op.regions.empty(); }
 
 class Eliminator {
 public:
+  // `ops`: how many ops the function has (the tables never rehash, so the
+  // positions of entries stay valid until they are erased).
+  explicit Eliminator(size_t ops) {
+    seen_.reserve(ops);
+    replaced_.reserve(ops);
+  }
   bool run(Block &block);
 
 private:
-  std::unordered_map<OpKey, Op *, OpKeyHash> seen_;    // the ops visible at this point
+  using Seen = std::unordered_map<OpKey, Op *, OpKeyHash>;
+  Seen seen_;                                           // the ops visible at this point
   std::unordered_map<const Value *, Value *> replaced_; // results of merged ops -> the earlier ones
   bool changed_ = false;
 };
@@ -99,7 +106,7 @@ private:
 // Uses are rewritten as they are reached (a definition comes before its uses),
 // and merged ops are dropped at the end: one pass, not a walk per merge.
 bool Eliminator::run(Block &block) {
-  std::vector<const Op *> scope; // the ops this block added to seen_
+  std::vector<Seen::iterator> scope; // the entries this block added to seen_
   std::vector<const Op *> merged;
   for (auto &opPtr : block.ops) {
     Op &op = *opPtr;
@@ -118,8 +125,7 @@ bool Eliminator::run(Block &block) {
       merged.push_back(&op);
       continue;
     }
-    seen_.emplace(std::move(key), &op);
-    scope.push_back(&op);
+    scope.push_back(seen_.emplace(std::move(key), &op).first);
   }
   if (!merged.empty()) {
     changed_ = true;
@@ -130,8 +136,8 @@ bool Eliminator::run(Block &block) {
                                    [&](const std::unique_ptr<Op> &op) { return drop.count(op.get()); }),
                     block.ops.end());
   }
-  for (const Op *op : scope)
-    seen_.erase(OpKey(*op));
+  for (Seen::iterator entry : scope)
+    seen_.erase(entry);
   return changed_;
 }
 
@@ -139,7 +145,9 @@ bool Eliminator::run(Block &block) {
 
 bool eliminateCommonSubexpressions(Function &fn) {
   fn.renumber();
-  return Eliminator().run(*fn.body);
+  size_t ops = 0;
+  walk(*fn.body, [&](Op *) { ++ops; });
+  return Eliminator(ops).run(*fn.body);
 }
 
 } // namespace tilec
