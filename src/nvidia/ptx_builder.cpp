@@ -160,7 +160,8 @@ struct RegRef {
   size_t begin, end; // where in the line
 };
 
-// Scans the line of `text` that starts at `at` once: the virtual registers
+// Scans the line of `text` (a whole std::string's text: the NUL after it ends
+// every loop) that starts at `at` once: the virtual registers
 // it names (%p1, %rd7, ...; special registers such as %tid.x are not
 // virtual), in order, into `out`; returns where it ends (its '\n', or the
 // text's end). `bases` is each class's first id. A plain loop: lines are
@@ -176,12 +177,13 @@ __attribute__((noinline)) size_t scanLine(std::string_view text, size_t at,
     if (p == end || *p == '\n')
       break;
     const char *letters = p + 1, *q = letters;
-    while (q < end && isLower(*q))
+    int number = 0;
+    // No test for the text's end: the NUL that ends its string stops both.
+    while (isLower(*q))
       ++q;
     const char *digits = q;
-    int number = 0;
-    while (q < end && isDigit(*q))
-      number = number * 10 + (*q++ - '0');
+    for (unsigned k; (k = (unsigned)(*q - '0')) < 10; ++q)
+      number = number * 10 + (int)k;
     int c = q == digits ? -1 : prefixClass(std::string_view(letters, digits - letters));
     if (c >= 0)
       out.push_back({bases[c] + number, (size_t)(p - line), (size_t)(q - line)});
@@ -239,6 +241,7 @@ std::pair<int, int> deadCandidate(std::string_view line, size_t i,
 // lowering computes some values for every register of a layout and uses
 // only some (a vector's first address), and PTX size is ptxas time.
 // `pieces` are read as one text, in order; what is kept is appended to `out`.
+// Each is a whole std::string's text (scanLine reads the NUL after it).
 void withoutDeadInstructions(std::string &out, std::initializer_list<std::string_view> pieces,
                              const std::array<int, 6> &counts) {
   struct Line {
