@@ -181,7 +181,7 @@ std::shared_ptr<CompiledKernel> compile(const std::string &text, const std::stri
   for (nb::handle h : specs)
     params.push_back(toParam(h));
   auto res = std::make_shared<PyResolver>(std::move(resolver));
-  return compileKernel(makeSource(text, filename, firstLine), res, params, target);
+  return compileKernel(makeSource(text, filename, firstLine), res, std::move(params), target);
 }
 
 // `memory`: (begin, end, argument name, writable) of each tensor argument.

@@ -691,7 +691,8 @@ OpKind expectedTerminator(const Block &block) {
 // Walks blocks in order, keeping the set of values visible at each op.
 class Verifier {
 public:
-  // `values`: how many the function defines (the table is sized once).
+  // `values`: how many the function defines, as its last renumbering counted
+  // (the table is sized once; it grows if the count is stale).
   explicit Verifier(size_t values) : visible_(values) {}
   void checkBlock(const Block &block, const Op *parent);
 
@@ -763,14 +764,8 @@ void verify(const Function &fn, bool gpu) {
   if (!fn.body)
     broken("function has no body", "@" + fn.name);
   gpuLevel = gpu;
-  size_t values = fn.body->args.size();
-  walk(const_cast<Block &>(*fn.body), [&](Op *op) {
-    values += op->results.size();
-    for (const auto &region : op->regions)
-      values += region->args.size();
-  });
   try {
-    Verifier(values).checkBlock(*fn.body, nullptr);
+    Verifier(fn.numValues).checkBlock(*fn.body, nullptr);
   } catch (...) {
     gpuLevel = false;
     throw;

@@ -87,11 +87,12 @@ bool isCandidate(const Op &op) { return op.has(PURE) && op.regions.empty(); }
 
 class Eliminator {
 public:
-  // `ops`: how many ops the function has (the tables never rehash, so the
-  // positions of entries stay valid until they are erased).
-  explicit Eliminator(size_t ops) {
-    seen_.reserve(ops);
-    replaced_.reserve(ops);
+  // `values`: how many the function has, at least one per op the tables can
+  // hold (they never rehash, so the positions of entries stay valid until
+  // they are erased).
+  explicit Eliminator(size_t values) {
+    seen_.reserve(values);
+    replaced_.reserve(values);
   }
   bool run(Block &block);
 
@@ -144,10 +145,7 @@ bool Eliminator::run(Block &block) {
 } // namespace
 
 bool eliminateCommonSubexpressions(Function &fn) {
-  fn.renumber();
-  size_t ops = 0;
-  walk(*fn.body, [&](Op *) { ++ops; });
-  return Eliminator(ops).run(*fn.body);
+  return Eliminator(fn.renumber()).run(*fn.body);
 }
 
 } // namespace tilec

@@ -12,7 +12,7 @@ namespace tilec {
 
 std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               std::shared_ptr<Resolver> resolver,
-                                              const std::vector<KernelParam> &params,
+                                              std::vector<KernelParam> params,
                                               const std::string &target) {
   auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<CompiledKernel>();
@@ -20,7 +20,7 @@ std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
   out->name = out->fn->name;
   out->source_ = source;
   out->resolver_ = std::move(resolver);
-  out->params_ = params;
+  out->params_ = std::move(params); // (kept for irAfterSema: moved, not copied)
   out->target_ = target;
   bool dump = irDumpRequested();
   std::ostringstream log;

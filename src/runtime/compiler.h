@@ -24,7 +24,7 @@ struct CompiledKernel {
 
 private:
   friend std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &, std::shared_ptr<Resolver>,
-                                                       const std::vector<KernelParam> &,
+                                                       std::vector<KernelParam>,
                                                        const std::string &);
   SourcePtr source_;
   std::shared_ptr<Resolver> resolver_;
@@ -37,7 +37,7 @@ private:
 // stage to stderr. Throws CompileError.
 std::shared_ptr<CompiledKernel> compileKernel(const SourcePtr &source,
                                               std::shared_ptr<Resolver> resolver,
-                                              const std::vector<KernelParam> &params,
+                                              std::vector<KernelParam> params,
                                               const std::string &target = "cpu");
 
 } // namespace tilec
